@@ -1,0 +1,819 @@
+"""Primitive ops: one ``Function`` each, forward beside backward.
+
+Forward and backward take and return raw arrays and compute only through ``backend``. A backward
+returns one gradient per input (None for inputs that need none); gradients of broadcast inputs
+are summed back to the input's shape by the engine, in one place. Backward formulas are written
+with backend (NumPy) calls, which Tensors also accept: with ``create_graph=True`` the engine
+passes Tensors instead of arrays, and the same formulas build a differentiable graph.
+
+``saved`` holds the arrays backward needs; it is freed after backward unless the graph is
+retained. Saved items are inputs, constants (masks, indices), or, when ``saves_out`` is set, the
+output as the last item.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from . import backend as B
+from .autograd import _enabled
+
+
+class Function:
+    """Base of primitive ops; ``Op.apply(*tensors, **params)`` runs forward and records a node."""
+
+    saved: Any = ()
+    saves_out = False
+    parents: tuple[Any, ...]
+    vers: list[int]
+    retained: Any = None  # the output tensor, when it asked retain_grad()
+
+    def forward(self, *args: Any, **kw: Any) -> Any:
+        raise NotImplementedError  # pragma: no cover - every primitive overrides it
+
+    def backward(self, g: Any) -> tuple[Any, ...]:
+        raise NotImplementedError  # pragma: no cover
+
+    @classmethod
+    def apply(cls, *args: Any, **kw: Any) -> Any:
+        ctx = cls()
+        raw = [a._data if isinstance(a, Tensor) else a for a in args]
+        out = ctx.forward(*raw, **kw)
+        t = Tensor._make(out)
+        if _enabled.get():
+            for a in args:
+                if isinstance(a, Tensor) and a.requires_grad:
+                    ctx.parents = args
+                    ctx.vers = [a._version[0] if isinstance(a, Tensor) else 0 for a in args]
+                    if cls.saves_out:
+                        ctx.out_version = t._version
+                    t.requires_grad = True
+                    t._grad_fn = ctx
+                    break
+        return t
+
+    def needs(self, i: int) -> bool:
+        """Whether input ``i`` needs a gradient (skip costly work when it does not)."""
+        p = self.parents[i]
+        return isinstance(p, Tensor) and p.requires_grad
+
+    def name(self) -> str:
+        return type(self).__name__ + "Backward0"
+
+    def __repr__(self) -> str:
+        return f"<{self.name()}>"
+
+    @property
+    def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        return tuple((p._grad_fn if isinstance(p, Tensor) else None, 0) for p in self.parents)
+
+
+def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    """Sum a broadcast gradient back to ``shape`` (the one place broadcasting is undone)."""
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    if axes:
+        g = B.sum(g, axis=axes, keepdims=True)
+    return B.reshape(g, shape)
+
+
+# ---- elementwise binary ------------------------------------------------------------------------
+
+class Add(Function):
+    def forward(self, x, y):
+        return B.add(x, y)
+
+    def backward(self, g):
+        return g, g
+
+
+class Sub(Function):
+    def forward(self, x, y):
+        return B.subtract(x, y)
+
+    def backward(self, g):
+        return g, (B.negative(g) if self.needs(1) else None)
+
+
+class Mul(Function):
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return B.multiply(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        return (B.multiply(g, y) if self.needs(0) else None), (B.multiply(g, x) if self.needs(1) else None)
+
+
+class Div(Function):
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return B.divide(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        gx = B.divide(g, y)
+        return gx, (B.negative(B.multiply(gx, B.divide(x, y))) if self.needs(1) else None)
+
+
+class Pow(Function):
+    """``x ** y``; small integer exponents are multiplied out (float32 ``x ** 3`` is slow)."""
+
+    saves_out = True
+
+    def forward(self, x, y):
+        if isinstance(y, int | float) and y in (2, 3) and not isinstance(x, int | float):
+            out = B.multiply(x, x)
+            if y == 3:
+                out = B.multiply(out, x)
+        else:
+            out = B.power(x, y)
+        self.saved = (x, y, out)
+        return out
+
+    def backward(self, g):
+        x, y, out = self.saved
+        gx = gy = None
+        if self.needs(0):
+            if isinstance(y, int | float):
+                gx = B.multiply(B.multiply(g, y), x if y == 2 else B.power(x, y - 1))
+            else:
+                gx = B.multiply(B.multiply(g, y), B.power(x, y - 1))
+        if self.needs(1):
+            # d/dy x**y = x**y log x; PyTorch takes 0 where x == 0 and y >= 0
+            zero = B.equal(x, 0)
+            logx = B.log(B.where(zero, 1, x))
+            gy = B.multiply(g, B.where(B.logical_and(zero, B.greater_equal(y, 0)), 0, B.multiply(out, logx)))
+        return gx, gy
+
+
+class Maximum(Function):
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return B.maximum(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        # ties split the gradient in half, as PyTorch does
+        half = B.where(B.equal(x, y), B.multiply(g, 0.5), 0)
+        return (B.where(B.greater(x, y), g, half) if self.needs(0) else None,
+                B.where(B.less(x, y), g, half) if self.needs(1) else None)
+
+
+class Minimum(Function):
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return B.minimum(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        half = B.where(B.equal(x, y), B.multiply(g, 0.5), 0)
+        return (B.where(B.less(x, y), g, half) if self.needs(0) else None,
+                B.where(B.greater(x, y), g, half) if self.needs(1) else None)
+
+
+class Where(Function):
+    def forward(self, c, x, y):
+        self.saved = (c,)
+        return B.where(c, x, y)
+
+    def backward(self, g):
+        (c,) = self.saved
+        return (None, B.where(c, g, 0) if self.needs(1) else None,
+                B.where(c, 0, g) if self.needs(2) else None)
+
+
+# ---- elementwise unary -------------------------------------------------------------------------
+
+class Neg(Function):
+    def forward(self, x):
+        return B.negative(x)
+
+    def backward(self, g):
+        return (B.negative(g),)
+
+
+class Exp(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.exp(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        return (B.multiply(g, self.saved[0]),)
+
+
+class Log(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.log(x)
+
+    def backward(self, g):
+        return (B.divide(g, self.saved[0]),)
+
+
+class Log1p(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.log1p(x)
+
+    def backward(self, g):
+        return (B.divide(g, B.add(self.saved[0], 1)),)
+
+
+class Expm1(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.expm1(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        return (B.multiply(g, B.add(self.saved[0], 1)),)
+
+
+class Sqrt(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.sqrt(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        return (B.divide(g, B.multiply(self.saved[0], 2)),)
+
+
+class Sin(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.sin(x)
+
+    def backward(self, g):
+        return (B.multiply(g, B.cos(self.saved[0])),)
+
+
+class Cos(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.cos(x)
+
+    def backward(self, g):
+        return (B.negative(B.multiply(g, B.sin(self.saved[0]))),)
+
+
+class Tan(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.tan(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        out = self.saved[0]
+        return (B.multiply(g, B.add(B.multiply(out, out), 1)),)
+
+
+class Tanh(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.tanh(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        out = self.saved[0]
+        return (B.multiply(g, B.subtract(1, B.multiply(out, out))),)
+
+
+class Sigmoid(Function):
+    saves_out = True
+
+    def forward(self, x):
+        # 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x))
+        out = B.tanh(B.multiply(x, 0.5))
+        out += 1
+        out *= 0.5
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        out = self.saved[0]
+        return (B.multiply(B.multiply(g, out), B.subtract(1, out)),)
+
+
+class Relu(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.maximum(x, x.dtype.type(0))
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        # written with the output: relu'(x) = [out > 0], 0 at x == 0 as in PyTorch
+        return (B.where(B.greater(self.saved[0], 0), g, 0),)
+
+
+class Abs(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.absolute(x)
+
+    def backward(self, g):
+        return (B.multiply(g, B.sign(self.saved[0])),)
+
+
+class Erf(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.erf(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.multiply(g, B.multiply(B.exp(B.negative(B.multiply(x, x))), 2 / math.sqrt(math.pi))),)
+
+
+class Clamp(Function):
+    def forward(self, x, lo, hi):
+        self.saved = (x, lo, hi)
+        out = x
+        if lo is not None:
+            out = B.maximum(out, lo)
+        if hi is not None:
+            out = B.minimum(out, hi)
+        return out if out is not x else B.copy(x)
+
+    def backward(self, g):
+        x, lo, hi = self.saved
+        gx = g
+        if lo is not None:
+            gx = B.where(B.greater_equal(x, lo), gx, 0)
+        if hi is not None:
+            gx = B.where(B.less_equal(x, hi), gx, 0)
+        # bounds given as tensors get the gradient where they were chosen
+        glo = B.where(B.less(x, lo), g, 0) if lo is not None and self.needs(1) else None
+        ghi = B.where(B.greater(x, hi), g, 0) if hi is not None and self.needs(2) else None
+        return gx, glo, ghi
+
+
+class Cast(Function):
+    def forward(self, x, dtype):
+        self.dtype = x.dtype
+        return B.cast(x, dtype)
+
+    def backward(self, g):
+        return (B.cast(g, self.dtype) if isinstance(g, np.ndarray) else g.to(self.dtype)),
+
+
+class Copy(Function):
+    """A contiguous copy (``clone``); the gradient passes through."""
+
+    def forward(self, x):
+        return B.copy(x)
+
+    def backward(self, g):
+        return (g,)
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+class Sum(Function):
+    def forward(self, x, axes, keepdim):
+        self.shape, self.axes, self.keepdim = x.shape, axes, keepdim
+        return B.reduce(B.add, x, axes, keepdim)
+
+    def backward(self, g):
+        if not self.keepdim and self.axes:
+            g = B.reshape(g, B._reduced(self.shape, self.axes, True))
+        return (B.broadcast_to(g, self.shape),)
+
+
+class Amax(Function):
+    """max/min over axes; the gradient is shared evenly among tied extremes (PyTorch's amax)."""
+
+    saves_out = True
+
+    def forward(self, x, axes, keepdim, f=B.maximum):
+        out = B.reduce(f, x, axes, True)
+        self.saved = (x, out)
+        self.keepdim, self.axes = keepdim, axes
+        return out if keepdim else np.reshape(out, B._reduced(x.shape, axes, False))
+
+    def backward(self, g):
+        x, out = self.saved
+        if not self.keepdim:
+            g = np.reshape(g, out.shape)
+            out = np.reshape(out, out.shape)
+        mask = x == out
+        count = B.sum(mask, axis=self.axes, keepdims=True)
+        return (B.where(mask, B.divide(g, count), 0),)
+
+
+class Amin(Amax):
+    def forward(self, x, axes, keepdim):
+        return super().forward(x, axes, keepdim, B.minimum)
+
+
+class MaxDim(Function):
+    """Values of max/min along one dim; the gradient goes to the returned index only."""
+
+    def forward(self, x, dim, keepdim, idx):
+        self.shape, self.dim, self.keepdim = x.shape, dim, keepdim
+        idx = np.expand_dims(idx, dim)
+        self.saved = (idx,)
+        out = B.take_along_axis(x, idx, dim)
+        return out if keepdim else np.squeeze(out, dim)
+
+    def backward(self, g):
+        (idx,) = self.saved
+        if not self.keepdim:
+            g = np.expand_dims(g, self.dim)
+        return (_put(_zeros(g, self.shape), _along(idx, self.dim), g, False),)
+
+
+class Prod(Function):
+    def forward(self, x, axes, keepdim):
+        self.saved = (x,)
+        self.axes, self.keepdim = axes, keepdim
+        return B.reduce(B.multiply, x, axes, keepdim)
+
+    def backward(self, g):
+        (x,) = self.saved
+        axes = self.axes if self.axes is not None else tuple(range(x.ndim))
+        if not self.keepdim:
+            g = np.reshape(g, B._reduced(x.shape, axes, True))
+        # product of all other elements = exclusive cumprod from the left times from the right,
+        # exact when some elements are zero (unlike out / x)
+        rest = [i for i in range(x.ndim) if i not in axes]
+        perm = rest + list(axes)
+        xt = np.transpose(x, perm)
+        flat = np.reshape(xt, xt.shape[:len(rest)] + (-1,))
+        ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
+        left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+        right = np.flip(np.cumprod(np.flip(np.concatenate([flat[..., 1:], ones], -1), -1), -1), -1)
+        others = np.transpose(np.reshape(left * right, xt.shape), np.argsort(perm))
+        return (B.multiply(g, others),)
+
+
+class Cumsum(Function):
+    def forward(self, x, dim):
+        self.dim = dim
+        return B.cumsum(x, dim)
+
+    def backward(self, g):
+        return (np.flip(np.cumsum(np.flip(g, self.dim), self.dim), self.dim),)
+
+
+class LogSoftmax(Function):
+    saves_out = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        m = B.reduce(B.maximum, x, (dim,), True)
+        sh = B.subtract(x, m)
+        lse = B.log(B.reduce(B.add, B.exp(sh), (dim,), True))
+        sh -= lse
+        self.saved = (sh,)
+        return sh
+
+    def backward(self, g):
+        out = self.saved[0]
+        return (B.subtract(g, B.multiply(B.exp(out), B.sum(g, axis=self.dim, keepdims=True))),)
+
+
+class Softmax(Function):
+    saves_out = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        m = B.reduce(B.maximum, x, (dim,), True)
+        e = B.exp(B.subtract(x, m))
+        e /= B.reduce(B.add, e, (dim,), True)
+        self.saved = (e,)
+        return e
+
+    def backward(self, g):
+        y = self.saved[0]
+        gy = B.multiply(g, y)
+        return (B.subtract(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
+
+
+# ---- shape and indexing ------------------------------------------------------------------------
+
+class Reshape(Function):
+    def forward(self, x, shape):
+        self.shape = x.shape
+        return np.reshape(x, shape)
+
+    def backward(self, g):
+        return (np.reshape(g, self.shape),)
+
+
+class Permute(Function):
+    def forward(self, x, order):
+        self.order = order
+        return np.transpose(x, order)
+
+    def backward(self, g):
+        return (np.transpose(g, np.argsort(self.order)),)
+
+
+class Expand(Function):
+    """A broadcast view; the engine sums the gradient back to the input shape."""
+
+    def forward(self, x, shape):
+        return np.broadcast_to(x, shape)
+
+    def backward(self, g):
+        return (g,)
+
+
+class GetItem(Function):
+    def forward(self, x, index, advanced):
+        self.shape, self.index, self.advanced = x.shape, index, advanced
+        return x[index]
+
+    def backward(self, g):
+        # repeated advanced indices accumulate
+        return (_put(_zeros(g, self.shape), self.index, g, self.advanced),)
+
+
+class IndexPut(Function):
+    """``x[index] = v`` as a new value: the gradient of x is zero where v was written."""
+
+    def forward(self, x, v, index, accumulate):
+        self.index, self.vshape, self.accumulate = index, np.shape(v), accumulate
+        out = B.copy(x)
+        if accumulate:
+            np.add.at(out, index, v)
+        else:
+            out[index] = v
+        return out
+
+    def backward(self, g):
+        gx = g
+        if not self.accumulate and self.needs(0):
+            gx = _put(g, self.index, 0, False)
+        gv = None
+        if self.needs(1):
+            gv = g[self.index]
+        return gx, gv
+
+
+class Cat(Function):
+    def forward(self, *xs, dim):
+        self.dim = dim
+        self.sizes = [x.shape[dim] for x in xs]
+        return B.concatenate(xs, axis=dim)
+
+    def backward(self, g):
+        out, start = [], 0
+        for i, n in enumerate(self.sizes):
+            idx = (slice(None),) * self.dim + (slice(start, start + n),)
+            out.append(g[idx] if self.needs(i) else None)
+            start += n
+        return tuple(out)
+
+
+class Flip(Function):
+    def forward(self, x, dims):
+        self.dims = dims
+        return np.flip(x, dims)
+
+    def backward(self, g):
+        return (np.flip(g, self.dims),)
+
+
+class Roll(Function):
+    def forward(self, x, shifts, dims):
+        self.shifts, self.dims = shifts, dims
+        return B.roll(x, shifts, dims)
+
+    def backward(self, g):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return (np.roll(g, neg, self.dims),)
+
+
+class Pad(Function):
+    """Constant padding; ``pads`` is NumPy's ((before, after), ...) per axis (negatives crop)."""
+
+    def forward(self, x, pads, value):
+        self.crop = tuple(slice(max(-a, 0) + 0, None if b >= 0 else b) for a, b in pads)
+        grow = [(max(a, 0), max(b, 0)) for a, b in pads]
+        self.inner = tuple(slice(a, a + n) for (a, _), n in zip(grow, x.shape))
+        crop_in = tuple(slice(max(-a, 0), s - max(-b, 0)) for (a, b), s in zip(pads, x.shape))
+        self.shape, self.crop_in = x.shape, crop_in
+        xc = x[crop_in]
+        out = B.full(tuple(n + a + b for n, (a, b) in zip(xc.shape, grow)), value, x.dtype)
+        self.inner = tuple(slice(a, a + n) for (a, _), n in zip(grow, xc.shape))
+        out[self.inner] = xc
+        return out
+
+    def backward(self, g):
+        gi = g[self.inner]
+        if gi.shape == self.shape:
+            return (gi,)
+        return (_put(_zeros(g, self.shape), self.crop_in, gi, False),)
+
+
+class Gather(Function):
+    def forward(self, x, dim, index):
+        self.shape, self.dim = x.shape, dim
+        self.saved = (index,)
+        return B.take_along_axis(x, index, dim)
+
+    def backward(self, g):
+        (index,) = self.saved
+        return (_put(_zeros(g, self.shape), _along(index, self.dim), g, True),)
+
+
+def _zeros(g: Any, shape: tuple[int, ...]) -> Any:
+    """Zeros of ``shape`` in g's dtype: an array, or a Tensor when g is one (create_graph)."""
+    if isinstance(g, np.ndarray):
+        return B.zeros(shape, g.dtype)
+    return Tensor._make(np.zeros(shape, g.dtype.np))
+
+
+def _put(out: Any, index: Any, v: Any, accumulate: bool) -> Any:
+    """``out[index] = v`` (or ``+=`` with repeats accumulating) on an array in place, or as a
+    differentiable op on a Tensor."""
+    if isinstance(out, np.ndarray) and not isinstance(v, Tensor):
+        if out.flags.writeable is False or out.base is not None and not accumulate and False:
+            out = B.copy(out)
+        if accumulate:
+            np.add.at(out, index, v)
+        else:
+            if not out.flags.writeable:
+                out = B.copy(out)
+            out[index] = v
+        return out
+    if not isinstance(out, Tensor):
+        out = Tensor._make(out)
+    return IndexPut.apply(out, v, index=index, accumulate=accumulate)
+
+
+def _along(index: Any, dim: int) -> tuple[Any, ...]:
+    """Full advanced-index tuple addressing ``x[..., index[...], ...]`` along ``dim``."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+class Scatter(Function):
+    """``scatter``/``scatter_add``: write (or add) ``src`` into a copy of x at ``index`` along dim."""
+
+    def forward(self, x, src, dim, index, add):
+        self.dim, self.add = dim, add
+        self.saved = (index,)
+        out = B.copy(x)
+        ix = _along(index, dim)
+        src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src[tuple(slice(0, n) for n in index.shape)]
+        if add:
+            np.add.at(out, ix, src)
+        else:
+            out[ix] = src
+        self.srcshape = np.shape(src)
+        return out
+
+    def backward(self, g):
+        (index,) = self.saved
+        ix = _along(index, self.dim)
+        gx = g
+        if not self.add and self.needs(0):
+            gx = _put(g, ix, 0, False)
+        gs = None
+        if self.needs(1):
+            gs = _put(_zeros(g, self.parents[1].shape), tuple(slice(0, n) for n in index.shape), g[ix], False)
+        return gx, gs
+
+
+# ---- linear algebra ----------------------------------------------------------------------------
+
+class MatMul(Function):
+    """Batched matrix product of operands with at least 2 dims (1-D cases are reshaped around it)."""
+
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return B.matmul(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        gx = B.matmul(g, B.swapaxes(y, -1, -2)) if self.needs(0) else None
+        gy = B.matmul(B.swapaxes(x, -1, -2), g) if self.needs(1) else None
+        return gx, gy
+
+
+class Einsum(Function):
+    def forward(self, *xs, ins, out):
+        self.ins, self.out = ins, out
+        self.saved = xs
+        return B.einsum(",".join(ins) + "->" + out, *xs)
+
+    def backward(self, g):
+        xs = self.saved
+        grads = []
+        for i, sub in enumerate(self.ins):
+            if not self.needs(i):
+                grads.append(None)
+                continue
+            others = [s for j, s in enumerate(self.ins) if j != i]
+            uniq = "".join(dict.fromkeys(sub))
+            have = set(self.out).union(*others) if others else set(self.out)
+            target = "".join(c for c in uniq if c in have)
+            spec = ",".join([self.out] + others) + "->" + target
+            gi = np.einsum(spec, g, *[x for j, x in enumerate(xs) if j != i])
+            shape = xs[i].shape
+            sizes = dict(zip(sub, shape))
+            if target != uniq:  # letters only this operand has: the gradient is broadcast
+                idx = tuple(slice(None) if c in target else None for c in uniq)
+                gi = np.broadcast_to(gi[idx], tuple(sizes[c] for c in uniq))
+            if uniq != sub:  # repeated letters (a diagonal): place the gradient on it
+                full = np.zeros(shape, gi.dtype)
+                np.einsum(sub + "->" + uniq, full)[...] = gi
+                gi = full
+            grads.append(gi)
+        return tuple(grads)
+
+
+# ---- custom ops --------------------------------------------------------------------------------
+
+class FunctionCtx:
+    """The ``ctx`` a custom Function's forward and backward receive."""
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+
+class _CustomNode(Function):
+    """Graph node for a user ``autograd.Function``: calls its backward with Tensors."""
+
+    def backward(self, g):
+        wrap = not isinstance(g, Tensor)
+        if wrap:
+            g = Tensor._make(g)
+        grads = self.fn.backward(self.ctx, g)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        if len(grads) != len(self.parents):
+            raise RuntimeError(f"function {self.fn.__name__}.backward returned {len(grads)} gradients, "
+                               f"expected {len(self.parents)} (one per forward input)")
+        return tuple(gr._data if wrap and isinstance(gr, Tensor) else gr for gr in grads)
+
+    def name(self) -> str:
+        return self.fn.__name__ + "Backward"
+
+
+class CustomFunction:
+    """Define an op by subclassing, as with ``torch.autograd.Function``.
+
+    >>> class Square(autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x): ctx.save_for_backward(x); return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g): (x,) = ctx.saved_tensors; return 2 * x * g
+    """
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("subclasses of autograd.Function must define forward")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise NotImplementedError("subclasses of autograd.Function must define backward")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from .autograd import no_grad
+
+        ctx = FunctionCtx()
+        with no_grad():
+            out = cls.forward(ctx, *args, **kwargs)
+        tensors = tuple(args)
+        if _enabled.get() and any(isinstance(a, Tensor) and a.requires_grad for a in tensors):
+            node = _CustomNode()
+            node.fn, node.ctx, node.parents = cls, ctx, tensors
+            node.vers = [a._version[0] if isinstance(a, Tensor) else 0 for a in tensors]
+            out = Tensor._make(out._data)
+            out.requires_grad = True
+            out._grad_fn = node
+        return out
+
+
+from .tensor import Tensor  # noqa: E402  (Tensor uses these ops; they make Tensors)

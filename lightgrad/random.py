@@ -1,0 +1,151 @@
+"""Random numbers: one seeded default generator, and ``Generator`` objects like PyTorch's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+
+class Generator:
+    """A random-number generator: ``g = lightgrad.Generator().manual_seed(0)``."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self._seed = 0
+        self.rng = np.random.Generator(np.random.PCG64(0))
+
+    def manual_seed(self, seed: int) -> Generator:
+        self._seed = int(seed)
+        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self
+
+    def seed(self) -> int:
+        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> Any:
+        """The generator's state as a uint8 tensor (can be saved and restored)."""
+        from .tensor import Tensor
+        raw = json.dumps(self.rng.bit_generator.state).encode()
+        return Tensor._make(np.frombuffer(raw, np.uint8).copy())
+
+    def set_state(self, state: Any) -> None:
+        data = bytes(np.asarray(state._data if hasattr(state, "_data") else state, np.uint8))
+        self.rng.bit_generator.state = json.loads(data.decode())
+
+    # numpy-like draws used by ops
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rng, name)
+
+
+default_generator = Generator()
+
+
+def _gen(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator).rng
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator: ``lightgrad.manual_seed(0)`` makes results reproducible."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state() -> Any:
+    return default_generator.get_state()
+
+
+def set_rng_state(state: Any) -> None:
+    default_generator.set_state(state)
+
+
+def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    from .tensor import _shape_arg
+    return _shape_arg(size)
+
+
+def _out(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Any:
+    from . import dtypes as D
+    from .tensor import _new
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    return _new(arr.astype(dt.np, copy=False), requires_grad)
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Any:
+    """Uniform samples in [0, 1): ``rand(2, 3)``."""
+    return _out(_gen(generator).random(_shape(size)), dtype, requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Any:
+    """Standard normal samples: ``randn(2, 3)``."""
+    return _out(_gen(generator).standard_normal(_shape(size)), dtype, requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
+    """Integers in [low, high): ``randint(0, 10, (3,))``."""
+    if high is None:
+        low, high = 0, low
+    from . import dtypes as D
+    return _out(_gen(generator).integers(low, high, tuple(size)), dtype or D.int64, requires_grad)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Any:
+    from . import dtypes as D
+    return _out(_gen(generator).permutation(n), dtype or D.int64, requires_grad)
+
+
+def rand_like(x: Any, *, dtype: Any = None, **kw: Any) -> Any:
+    return rand(*x.shape, dtype=dtype or x.dtype)
+
+
+def randn_like(x: Any, *, dtype: Any = None, **kw: Any) -> Any:
+    return randn(*x.shape, dtype=dtype or x.dtype)
+
+
+def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None, **kw: Any) -> Any:
+    return randint(low, high, tuple(x.shape), dtype=dtype or x.dtype)
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None) -> Any:
+    from .tensor import Tensor, _raw
+    m, s = _raw(mean), _raw(std)
+    shape = tuple(size) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    dt = mean.dtype if isinstance(mean, Tensor) else None
+    return _out(_gen(generator).normal(m, s, shape), dt, False)
+
+
+def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
+    return _out(_gen(generator).random(p.shape) < p._data, p.dtype, False)
+
+
+def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Any:
+    """Draw category indices with probabilities proportional to the rows of ``probs``."""
+    from . import dtypes as D
+    p = np.asarray(probs._data, np.float64)
+    rows = p.reshape(-1, p.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (rows.sum(-1) == 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > rows.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rng = _gen(generator)
+    out = np.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement, p=r / r.sum()) for r in rows])
+    return _out(out.reshape(p.shape[:-1] + (num_samples,)), D.int64, False)
