@@ -8,14 +8,17 @@ import numpy as np
 
 
 def _fmt_float(a: np.ndarray) -> Any:
-    finite = a[np.isfinite(a)]
-    if finite.size and np.all(finite == np.round(finite)) and np.abs(finite).max() < 1e8:
-        return lambda v: (f"{v:.0f}." if np.isfinite(v) else str(v).replace("inf", "inf"))
-    big = np.abs(finite).max() if finite.size else 0
-    small = np.abs(finite[finite != 0]).min() if np.any(finite != 0) else 1
-    if big >= 1e8 or small < 1e-4:
-        return lambda v: f"{v:.4e}"
-    return lambda v: f"{v:.4f}"
+    # PyTorch's rule: integers print as "1.", otherwise 4 decimals, or scientific notation when the
+    # values span more than 3 orders of magnitude, exceed 1e8, or go below 1e-4
+    finite = np.abs(a[np.isfinite(a)])
+    nz = finite[finite != 0]
+    if finite.size and np.all(finite == np.round(finite)):
+        if nz.size and nz.max() > 1e8:
+            return lambda v: f"{v:.4e}"
+        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
+    if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8 or nz.min() < 1e-4):
+        return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
+    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
 
 
 def tensor_repr(t: Any) -> str:
@@ -27,7 +30,8 @@ def tensor_repr(t: Any) -> str:
         width = max(len(fmt(v)) for v in a.reshape(-1)[:2000].astype(np.float64))
         opts["formatter"] = {"float_kind": lambda v: fmt(v).rjust(width)}
     if a.dtype.kind == "b":
-        opts["formatter"] = {"bool": lambda v: "True" if v else "False"}
+        bw = 5 if a.size and not a.all() and a.ndim else 4
+        opts["formatter"] = {"bool": lambda v: ("True" if v else "False").rjust(bw)}
     body = np.array2string(a, prefix="tensor(", **opts) if a.ndim else (
         opts["formatter"]["float_kind"](float(a)) if "formatter" in opts and a.dtype.kind == "f"
         else ("True" if a.dtype.kind == "b" and bool(a) else "False" if a.dtype.kind == "b" else str(a.item())))

@@ -7,6 +7,7 @@ from the heap as usual. Op code never chooses, so an arena takes over without to
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -49,6 +50,7 @@ full = np.full
 copyto = np.copyto
 nonzero = np.nonzero
 unravel_index = np.unravel_index
+as_strided = np.lib.stride_tricks.as_strided  # sliding-window views for convolution and pooling
 
 
 def broadcast_shape(s1: tuple[int, ...], s2: tuple[int, ...]) -> tuple[int, ...]:
@@ -196,9 +198,14 @@ def sum(x: Array, axis: Any = None, keepdims: bool = False) -> Array:  # noqa: A
     return reduce(np.add, x, axis, keepdims)
 
 
+_erf64 = np.frompyfunc(math.erf, 1, 1)
+
+
 def erf(x: Array) -> Array:
-    """Gauss error function to float32/float64 accuracy (Abramowitz-Stegun 7.1.26 is too coarse,
-    so this uses the Numerical Recipes erfc Chebyshev fit, relative error < 1.2e-7)."""
+    """Gauss error function. float64 is exact (math.erf per element, slow); other dtypes use a
+    Chebyshev fit of erfc (Numerical Recipes, relative error < 1.2e-7), which is float32 accuracy."""
+    if x.dtype == np.float64:
+        return _erf64(x).astype(np.float64)
     z = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (

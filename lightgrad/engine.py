@@ -159,7 +159,13 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t.grad is None:
-        t.grad = Tensor._make(B.copy(g))  # a copy: g may be shared with other nodes or a view
+        buf = t.__dict__.get("_grad_buf") if hasattr(t, "__dict__") else None
+        if buf is not None and buf.shape == g.shape:
+            # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
+            B.copyto(buf, g)
+            t.grad = Tensor._make(buf)
+        else:
+            t.grad = Tensor._make(B.copy(g))  # a copy: g may be shared with other nodes or a view
     else:
         gd = t.grad._data
         if gd.flags.writeable and gd.shape == g.shape:

@@ -405,6 +405,7 @@ class Amax(Function):
     saves_out = True
 
     def forward(self, x, axes, keepdim, f=B.maximum):
+        axes = tuple(range(x.ndim)) if axes is None else axes
         out = B.reduce(f, x, axes, True)
         self.saved = (x, out)
         self.keepdim, self.axes = keepdim, axes
@@ -564,7 +565,7 @@ class IndexPut(Function):
     def backward(self, g):
         gx = g
         if not self.accumulate and self.needs(0):
-            gx = _put(g, self.index, 0, False)
+            gx = _put(_fresh(g), self.index, 0, False)
         gv = None
         if self.needs(1):
             gv = g[self.index]
@@ -645,17 +646,18 @@ def _zeros(g: Any, shape: tuple[int, ...]) -> Any:
     return Tensor._make(np.zeros(shape, g.dtype.np))
 
 
+def _fresh(g: Any) -> Any:
+    """A writable copy of an array gradient (g may be shared); Tensors are never written."""
+    return B.copy(g) if isinstance(g, np.ndarray) else g
+
+
 def _put(out: Any, index: Any, v: Any, accumulate: bool) -> Any:
     """``out[index] = v`` (or ``+=`` with repeats accumulating) on an array in place, or as a
     differentiable op on a Tensor."""
     if isinstance(out, np.ndarray) and not isinstance(v, Tensor):
-        if out.flags.writeable is False or out.base is not None and not accumulate and False:
-            out = B.copy(out)
         if accumulate:
             np.add.at(out, index, v)
         else:
-            if not out.flags.writeable:
-                out = B.copy(out)
             out[index] = v
         return out
     if not isinstance(out, Tensor):
@@ -691,7 +693,7 @@ class Scatter(Function):
         ix = _along(index, self.dim)
         gx = g
         if not self.add and self.needs(0):
-            gx = _put(g, ix, 0, False)
+            gx = _put(_fresh(g), ix, 0, False)
         gs = None
         if self.needs(1):
             gs = _put(_zeros(g, self.parents[1].shape), tuple(slice(0, n) for n in index.shape), g[ix], False)

@@ -1,0 +1,49 @@
+"""Shared test helpers: finite differences and framework-neutral comparisons."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import lightgrad as lg
+
+try:
+    import torch
+except ImportError:  # the parity checks are skipped without PyTorch
+    torch = None
+
+
+def numeric_grads(f: Callable[..., np.ndarray], xs: Sequence[np.ndarray], r: np.ndarray,
+                  eps: float = 1e-6) -> list[np.ndarray]:
+    """Central differences of ``sum(f(*xs) * r)`` with respect to each float input."""
+    out = []
+    for i, x in enumerate(xs):
+        g = np.zeros_like(x)
+        if x.dtype.kind != "f":
+            out.append(g)
+            continue
+        it = np.nditer(x, flags=["multi_index"])
+        for _ in it:
+            idx = it.multi_index
+            old = x[idx]
+            x[idx] = old + eps
+            hi = float(np.sum(f(*xs) * r))
+            x[idx] = old - eps
+            lo = float(np.sum(f(*xs) * r))
+            x[idx] = old
+            g[idx] = (hi - lo) / (2 * eps)
+        out.append(g)
+    return out
+
+
+def lg_value(f: Callable[..., Any], arrays: Sequence[np.ndarray]) -> np.ndarray:
+    with lg.no_grad():
+        return np.asarray(f(lg, *[lg.tensor(a) for a in arrays])._data, np.float64)
+
+
+def to_np(t: Any) -> np.ndarray:
+    if isinstance(t, lg.Tensor):
+        return t.detach()._data
+    return t.detach().numpy()

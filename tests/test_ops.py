@@ -1,0 +1,349 @@
+"""The op table: every op, forward and backward, against NumPy, finite differences and PyTorch.
+
+Each row is (name, fn, input shapes, options). ``fn(T, *xs)`` is written once against the shared
+API and runs with T = lightgrad and T = torch. Inputs are float64 for the finite-difference check.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import numeric_grads, torch
+
+import lightgrad as lg
+
+POS = "pos"  # inputs must be positive (log, sqrt, ...)
+UNIT = "unit"  # inputs in (-1, 1)
+AWAY = "away"  # inputs kept away from 0 (kinks of abs, relu, sign; poles)
+NOGRAD = "nograd"  # output not differentiable: forward only
+LOWPREC = "lowprec"  # goes through float32: no float64 finite differences
+
+S, M = (3,), (2, 3)
+IDX = np.array([[0, 2, 1], [1, 1, 0]])
+
+OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
+    # arithmetic and broadcasting
+    ("add", lambda T, a, b: a + b, [M, M], set()),
+    ("add_bcast", lambda T, a, b: a + b, [(2, 1, 3), (4, 1)], set()),
+    ("add_scalar", lambda T, a: a + 2.5, [M], set()),
+    ("radd", lambda T, a: 2.5 + a, [M], set()),
+    ("add_alpha", lambda T, a, b: T.add(a, b, alpha=2.0), [M, S], set()),
+    ("sub", lambda T, a, b: a - b, [M, S], set()),
+    ("rsub", lambda T, a: 1.5 - a, [M], set()),
+    ("mul", lambda T, a, b: a * b, [M, (2, 1)], set()),
+    ("rmul", lambda T, a: 3 * a, [M], set()),
+    ("div", lambda T, a, b: a / b, [M, M], {AWAY}),
+    ("rdiv", lambda T, a: 2.0 / a, [M], {AWAY}),
+    ("pow_scalar2", lambda T, a: a ** 2, [M], set()),
+    ("pow_scalar3", lambda T, a: a ** 3, [M], set()),
+    ("pow_frac", lambda T, a: a ** 1.5, [M], {POS}),
+    ("pow_tensor", lambda T, a, b: a ** b, [M, M], {POS}),
+    ("rpow", lambda T, a: 2.0 ** a, [M], set()),
+    ("neg", lambda T, a: -a, [M], set()),
+    ("square", lambda T, a: T.square(a), [M], set()),
+    ("reciprocal", lambda T, a: a.reciprocal(), [M], {AWAY}),
+    # elementwise math
+    ("abs", lambda T, a: a.abs(), [M], {AWAY}),
+    ("sign", lambda T, a: a.sign(), [M], {AWAY, NOGRAD}),
+    ("exp", lambda T, a: a.exp(), [M], set()),
+    ("log", lambda T, a: a.log(), [M], {POS}),
+    ("log1p", lambda T, a: a.log1p(), [M], {POS}),
+    ("expm1", lambda T, a: a.expm1(), [M], set()),
+    ("log2", lambda T, a: a.log2(), [M], {POS}),
+    ("sqrt", lambda T, a: a.sqrt(), [M], {POS}),
+    ("rsqrt", lambda T, a: a.rsqrt(), [M], {POS}),
+    ("sin", lambda T, a: a.sin(), [M], set()),
+    ("cos", lambda T, a: a.cos(), [M], set()),
+    ("tan", lambda T, a: a.tan(), [M], {UNIT}),
+    ("tanh", lambda T, a: a.tanh(), [M], set()),
+    ("sigmoid", lambda T, a: a.sigmoid(), [M], set()),
+    ("relu", lambda T, a: a.relu(), [M], {AWAY}),
+    ("erf", lambda T, a: a.erf(), [M], set()),
+    ("sinh", lambda T, a: a.sinh(), [M], set()),
+    ("cosh", lambda T, a: a.cosh(), [M], set()),
+    ("clamp", lambda T, a: a.clamp(-0.5, 0.5), [M], {AWAY}),
+    ("clamp_min", lambda T, a: a.clamp(min=0.1), [M], {AWAY}),
+    ("clamp_tensor", lambda T, a, lo: a.clamp(min=lo), [M, S], set()),
+    ("maximum", lambda T, a, b: T.maximum(a, b), [M, S], set()),
+    ("minimum", lambda T, a, b: T.minimum(a, b), [M, M], set()),
+    ("where", lambda T, a, b: T.where(a > 0, a, b), [M, S], {AWAY}),
+    ("where_scalar", lambda T, a: T.where(a > 0, a, 0.0), [M], {AWAY}),
+    ("masked_fill", lambda T, a: a.masked_fill(a < 0, 2.0), [M], {AWAY}),
+    ("lerp", lambda T, a, b: T.lerp(a, b, 0.3), [M, M], set()),
+    # comparisons and logic (forward only)
+    ("gt", lambda T, a, b: (a > b).float(), [M, S], {NOGRAD}),
+    ("le_scalar", lambda T, a: (a <= 0.1).float(), [M], {NOGRAD}),
+    ("eq", lambda T, a: (a == a).float(), [M], {NOGRAD}),
+    ("logical_and", lambda T, a, b: T.logical_and(a > 0, b > 0).float(), [M, M], {NOGRAD}),
+    ("logical_not", lambda T, a: T.logical_not(a > 0).float(), [M], {NOGRAD}),
+    ("isclose", lambda T, a: T.isclose(a, a + 1e-9).float(), [M], {NOGRAD}),
+    # reductions
+    ("sum", lambda T, a: a.sum(), [(2, 3, 4)], set()),
+    ("sum_dim", lambda T, a: a.sum(1), [(2, 3, 4)], set()),
+    ("sum_dims_keep", lambda T, a: a.sum((0, 2), keepdim=True), [(2, 3, 4)], set()),
+    ("sum_neg_dim", lambda T, a: a.sum(-1), [(2, 3, 4)], set()),
+    ("mean", lambda T, a: a.mean(), [(2, 3, 4)], set()),
+    ("mean_dim", lambda T, a: a.mean((1, 2)), [(2, 3, 4)], set()),
+    ("var", lambda T, a: a.var(), [(2, 3, 4)], set()),
+    ("var_dim", lambda T, a: a.var(1, keepdim=True), [(2, 3, 4)], set()),
+    ("var_corr0", lambda T, a: a.var(0, correction=0), [(3, 4)], set()),
+    ("std", lambda T, a: a.std(-1), [(2, 5)], set()),
+    ("prod", lambda T, a: a.prod(), [(2, 3)], set()),
+    ("prod_dim", lambda T, a: a.prod(1), [(2, 3, 2)], set()),
+    ("amax", lambda T, a: a.amax(), [(2, 3, 4)], set()),
+    ("amax_dim", lambda T, a: a.amax(1), [(2, 3, 4)], set()),
+    ("amin_dims", lambda T, a: a.amin((0, 2), keepdim=True), [(2, 3, 4)], set()),
+    ("max_all", lambda T, a: a.max(), [(2, 3)], set()),
+    ("max_dim", lambda T, a: a.max(1).values, [(2, 3, 4)], set()),
+    ("max_dim_keep", lambda T, a: a.max(-1, keepdim=True)[0], [(2, 3, 4)], set()),
+    ("min_dim", lambda T, a: a.min(0).values, [(2, 3)], set()),
+    ("max_indices", lambda T, a: a.max(1).indices.float(), [(2, 3, 4)], {NOGRAD}),
+    ("argmax", lambda T, a: a.argmax(1).float(), [(2, 3, 4)], {NOGRAD}),
+    ("argmin_all", lambda T, a: a.argmin().float(), [(2, 3, 4)], {NOGRAD}),
+    ("logsumexp", lambda T, a: a.logsumexp(1), [(2, 3, 4)], set()),
+    ("logsumexp_big", lambda T, a: (a * 1000).logsumexp(-1), [(2, 3)], set()),
+    ("cumsum", lambda T, a: a.cumsum(1), [(2, 3, 4)], set()),
+    ("norm", lambda T, a: a.norm(), [(2, 3)], set()),
+    ("norm_dim", lambda T, a: a.norm(dim=1), [(2, 3)], set()),
+    ("norm_p1", lambda T, a: a.norm(p=1, dim=0), [(2, 3)], {AWAY}),
+    ("norm_p3", lambda T, a: a.norm(p=3), [(2, 3)], {AWAY}),
+    ("all", lambda T, a: (a > 0).all(1).float(), [(2, 3)], {NOGRAD}),
+    ("any", lambda T, a: (a > 0).any().float(), [(2, 3)], {NOGRAD}),
+    ("softmax", lambda T, a: a.softmax(-1), [(2, 3, 4)], set()),
+    ("log_softmax", lambda T, a: a.log_softmax(1), [(2, 3, 4)], set()),
+    # shape
+    ("reshape", lambda T, a: a.reshape(3, -1) * 1.0, [(2, 3, 2)], set()),
+    ("view", lambda T, a: a.contiguous().view(-1), [(2, 3)], set()),
+    ("flatten", lambda T, a: a.flatten(1), [(2, 3, 2)], set()),
+    ("unflatten", lambda T, a: a.unflatten(1, (2, 3)), [(2, 6)], set()),
+    ("squeeze", lambda T, a: a.squeeze(), [(2, 1, 3)], set()),
+    ("squeeze_dim", lambda T, a: a.squeeze(1), [(2, 1, 3)], set()),
+    ("unsqueeze", lambda T, a: a.unsqueeze(-1), [(2, 3)], set()),
+    ("permute", lambda T, a: a.permute(2, 0, 1), [(2, 3, 4)], set()),
+    ("transpose", lambda T, a: a.transpose(0, 2), [(2, 3, 4)], set()),
+    ("T", lambda T, a: a.T, [(2, 3)], set()),
+    ("mT", lambda T, a: a.mT, [(2, 3, 4)], set()),
+    ("expand", lambda T, a: a.expand(4, 2, 3), [(2, 1)], set()),
+    ("expand_as", lambda T, a, b: a.expand_as(b) * b, [(1, 3), M], set()),
+    ("broadcast_to", lambda T, a: T.broadcast_to(a, (2, 3, 3)), [S], set()),
+    ("repeat", lambda T, a: a.repeat(2, 1, 3), [(2, 3)], set()),
+    ("cat", lambda T, a, b: T.cat([a, b], 1), [(2, 3), (2, 2)], set()),
+    ("cat_neg", lambda T, a, b: T.cat([a, b], -2), [(2, 3), (1, 3)], set()),
+    ("stack", lambda T, a, b: T.stack([a, b], 1), [M, M], set()),
+    ("split", lambda T, a: a.split(2, 1)[1], [(2, 5)], set()),
+    ("split_sizes", lambda T, a: a.split([1, 4], 1)[1], [(2, 5)], set()),
+    ("chunk", lambda T, a: a.chunk(3, 0)[2], [(5, 2)], set()),
+    ("unbind", lambda T, a: a.unbind(1)[2], [(2, 3)], set()),
+    ("flip", lambda T, a: a.flip(0, 2), [(2, 3, 4)], set()),
+    ("roll", lambda T, a: a.roll(1, 1), [(2, 3)], set()),
+    ("roll_multi", lambda T, a: a.roll((1, -1), (0, 1)), [(2, 3)], set()),
+    ("tril", lambda T, a: a.tril(), [(3, 4)], set()),
+    ("triu_k", lambda T, a: a.triu(1), [(2, 3, 3)], set()),
+    ("narrow", lambda T, a: a.narrow(1, 1, 2), [(2, 4)], set()),
+    ("movedim", lambda T, a: a.movedim(0, -1), [(2, 3, 4)], set()),
+    ("diagonal", lambda T, a: a.diagonal(), [(3, 3)], set()),
+    ("trace", lambda T, a: a.trace(), [(3, 3)], set()),
+    # indexing
+    ("getitem_int", lambda T, a: a[1], [(2, 3)], set()),
+    ("getitem_slice_step", lambda T, a: a[:, ::2], [(2, 5)], set()),
+    ("getitem_neg_slice", lambda T, a: a[-1:, 1:-1], [(3, 4)], set()),
+    ("getitem_none_ellipsis", lambda T, a: a[None, ..., 1], [(2, 3, 4)], set()),
+    ("getitem_list", lambda T, a: a[[0, 0, 1]], [(2, 3)], set()),
+    ("getitem_tensor_idx", lambda T, a: a[T.tensor([2, 0, 2, 2])], [(3, 2)], set()),
+    ("getitem_2d_adv", lambda T, a: a[T.tensor([0, 1, 1]), T.tensor([2, 2, 0])], [(2, 3)], set()),
+    ("getitem_mixed", lambda T, a: a[:, T.tensor([1, 1])], [(2, 3, 2)], set()),
+    ("getitem_bool", lambda T, a: a[a > 0], [(2, 3)], {AWAY}),
+    ("gather", lambda T, a: a.gather(1, T.tensor(IDX)), [(2, 3)], set()),
+    ("gather_dim0", lambda T, a: a.gather(0, T.tensor([[1, 0, 1]])), [(2, 3)], set()),
+    ("take_along_dim", lambda T, a: T.take_along_dim(a, T.tensor([[0], [2]]), 1), [(2, 3)], set()),
+    ("scatter", lambda T, a, b: a.scatter(1, T.tensor([[0, 2], [1, 0]]), b), [(2, 3), (2, 2)], set()),
+    ("scatter_add", lambda T, a, b: a.scatter_add(1, T.tensor([[0, 0], [1, 1]]), b), [(2, 3), (2, 2)], set()),
+    ("index_select", lambda T, a: a.index_select(1, T.tensor([2, 0, 2])), [(2, 3)], set()),
+    ("masked_select", lambda T, a: a.masked_select(a > 0), [(2, 3)], {AWAY}),
+    ("index_put_fn", lambda T, a, v: a.index_put((T.tensor([0, 1]),), v), [(2, 3), (3,)], set()),
+    ("index_put_acc", lambda T, a, v: a.index_put((T.tensor([0, 0]),), v, accumulate=True), [(2, 3), (3,)], set()),
+    ("setitem", lambda T, a, v: _setitem(a, v), [(2, 3), (2,)], set()),
+    # linear algebra
+    ("matmul_2d", lambda T, a, b: a @ b, [(2, 3), (3, 4)], set()),
+    ("matmul_1d_1d", lambda T, a, b: a @ b, [(3,), (3,)], set()),
+    ("matmul_1d_2d", lambda T, a, b: a @ b, [(3,), (3, 2)], set()),
+    ("matmul_2d_1d", lambda T, a, b: a @ b, [(2, 3), (3,)], set()),
+    ("matmul_batched", lambda T, a, b: a @ b, [(2, 2, 3), (2, 3, 4)], set()),
+    ("matmul_bcast", lambda T, a, b: a @ b, [(2, 1, 2, 3), (3, 3, 2)], set()),
+    ("matmul_1d_3d", lambda T, a, b: T.matmul(a, b), [(3,), (2, 3, 2)], set()),
+    ("bmm", lambda T, a, b: T.bmm(a, b), [(2, 2, 3), (2, 3, 2)], set()),
+    ("mm", lambda T, a, b: T.mm(a, b), [(2, 3), (3, 2)], set()),
+    ("dot", lambda T, a, b: T.dot(a, b), [S, S], set()),
+    ("outer", lambda T, a, b: T.outer(a, b), [S, (2,)], set()),
+    ("einsum_mm", lambda T, a, b: T.einsum("ij,jk->ik", a, b), [(2, 3), (3, 4)], set()),
+    ("einsum_batch", lambda T, a, b: T.einsum("bij,bkj->bik", a, b), [(2, 2, 3), (2, 4, 3)], set()),
+    ("einsum_trace", lambda T, a: T.einsum("ii", a), [(3, 3)], set()),
+    ("einsum_diag", lambda T, a: T.einsum("ii->i", a), [(3, 3)], set()),
+    ("einsum_outer_sum", lambda T, a, b: T.einsum("i,j->", a, b), [S, (2,)], set()),
+    ("einsum_ellipsis", lambda T, a, b: T.einsum("...ij,...jk", a, b), [(2, 2, 3), (3, 2)], set()),
+    ("einsum_bcast_only", lambda T, a, b: T.einsum("ij,k->ijk", a, b), [(2, 3), (2,)], set()),
+    # dtype casts inside the graph
+    ("to_float32", lambda T, a: a.float().double() * 2, [M], {LOWPREC}),
+    ("clone", lambda T, a: a.clone() * 2, [M], set()),
+]
+
+
+def _setitem(a: Any, v: Any) -> Any:
+    b = a * 1.0
+    b[:, 1] = v
+    return b
+
+
+def _inputs(shapes: list[tuple[int, ...]], opts: set[str], seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    xs = []
+    for s in shapes:
+        if POS in opts:
+            x = rng.uniform(0.5, 2.0, s)
+        elif UNIT in opts:
+            x = rng.uniform(-0.9, 0.9, s)
+        elif AWAY in opts:
+            x = rng.uniform(0.3, 1.5, s) * rng.choice([-1.0, 1.0], s)
+        else:
+            x = rng.normal(size=s)
+        xs.append(x)
+    return xs
+
+
+def _run_lg(fn: Any, arrays: list[np.ndarray], dtype: Any, noncontig: bool) -> tuple[Any, list[Any]]:
+    ts = []
+    for a in arrays:
+        if noncontig and a.ndim >= 2:
+            # a non-contiguous view holding the same values
+            t = lg.tensor(np.ascontiguousarray(a.swapaxes(0, -1)), dtype=dtype).transpose(0, -1)
+            t = t.detach().requires_grad_()
+        else:
+            t = lg.tensor(a, dtype=dtype, requires_grad=True)
+        ts.append(t)
+    return fn(lg, *ts), ts
+
+
+@pytest.mark.parametrize("layout", ["contig", "noncontig"])
+@pytest.mark.parametrize("name,fn,shapes,opts", OPS, ids=[o[0] for o in OPS])
+def test_grad_finite_differences(name: str, fn: Any, shapes: Any, opts: set[str], layout: str) -> None:
+    xs = _inputs(shapes, opts, seed=len(name))
+    out, ts = _run_lg(fn, xs, lg.float64, layout == "noncontig")
+    if NOGRAD in opts or LOWPREC in opts:
+        return
+    rng = np.random.default_rng(1)
+    r = rng.normal(size=out.shape)
+    (out * lg.tensor(r)).sum().backward()
+
+    def f(*arrays: np.ndarray) -> np.ndarray:
+        with lg.no_grad():
+            return np.asarray(fn(lg, *[lg.tensor(a) for a in arrays])._data, np.float64)
+    num = numeric_grads(f, [x.copy() for x in xs], r)
+    for t, n in zip(ts, num):
+        assert t.grad is not None, f"{name}: no gradient reached an input"
+        assert t.grad.shape == t.shape
+        np.testing.assert_allclose(t.grad._data, n, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,fn,shapes,opts", OPS, ids=[o[0] for o in OPS])
+def test_against_torch(name: str, fn: Any, shapes: Any, opts: set[str], dtype: str) -> None:
+    xs = _inputs(shapes, opts, seed=len(name) + 7)
+    ldt, tdt = getattr(lg, dtype), getattr(torch, dtype)
+    lts = [lg.tensor(x, dtype=ldt, requires_grad=True) for x in xs]
+    tts = [torch.tensor(x, dtype=tdt, requires_grad=True) for x in xs]
+    lo, to = fn(lg, *lts), fn(torch, *tts)
+    assert tuple(lo.shape) == tuple(to.shape), name
+    assert lo.dtype.name == str(to.dtype).replace("torch.", ""), name
+    tol = dict(rtol=1e-4, atol=1e-5) if dtype == "float32" else dict(rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(lo.detach().numpy(), to.detach().numpy(), **tol, err_msg=name)
+    if NOGRAD in opts:
+        return
+    r = np.random.default_rng(2).normal(size=tuple(to.shape))
+    (lo * lg.tensor(r, dtype=ldt)).sum().backward()
+    (to * torch.tensor(r, dtype=tdt)).sum().backward()
+    for lt, tt in zip(lts, tts):
+        np.testing.assert_allclose(lt.grad.numpy(), tt.grad.numpy(), **tol, err_msg=name)
+
+
+# reference NumPy forwards for the rows that have an obvious one (checked without PyTorch)
+NUMPY_REF = {
+    "add_bcast": lambda a, b: a + b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "tanh": np.tanh, "sin": np.sin,
+    "sigmoid": lambda a: 1 / (1 + np.exp(-a)), "relu": lambda a: np.maximum(a, 0),
+    "erf": lambda a: np.vectorize(math.erf)(a),
+    "sum_dims_keep": lambda a: a.sum((0, 2), keepdims=True), "mean_dim": lambda a: a.mean((1, 2)),
+    "var": lambda a: a.var(ddof=1), "std": lambda a: a.std(-1, ddof=1), "prod_dim": lambda a: a.prod(1),
+    "amax_dim": lambda a: a.max(1), "logsumexp": lambda a: np.log(np.exp(a).sum(1)),
+    "cumsum": lambda a: a.cumsum(1), "norm_dim": lambda a: np.linalg.norm(a, axis=1),
+    "softmax": lambda a: np.exp(a) / np.exp(a).sum(-1, keepdims=True),
+    "permute": lambda a: a.transpose(2, 0, 1), "repeat": lambda a: np.tile(a, (2, 1, 3)),
+    "flip": lambda a: a[::-1, :, ::-1], "roll": lambda a: np.roll(a, 1, 1), "tril": np.tril,
+    "getitem_2d_adv": lambda a: a[[0, 1, 1], [2, 2, 0]], "gather": lambda a: np.take_along_axis(a, IDX, 1),
+    "matmul_bcast": np.matmul, "einsum_batch": lambda a, b: np.einsum("bij,bkj->bik", a, b),
+    "einsum_trace": np.trace,
+}
+
+
+@pytest.mark.parametrize("name", sorted(NUMPY_REF))
+def test_forward_against_numpy(name: str) -> None:
+    _, fn, shapes, opts = next(o for o in OPS if o[0] == name)
+    xs = _inputs(shapes, opts, seed=3)
+    with lg.no_grad():
+        got = fn(lg, *[lg.tensor(x) for x in xs]).numpy()
+    np.testing.assert_allclose(got, NUMPY_REF[name](*xs), rtol=1e-6, atol=1e-9)
+
+
+# ---- errors: same exception type as PyTorch, message naming what was expected and got ----------
+
+ERRORS: list[tuple[str, Any, type[Exception], str]] = [
+    ("add_shape", lambda T: T.ones(2, 3) + T.ones(2, 4), RuntimeError, "size of tensor a (3)"),
+    ("matmul_shape", lambda T: T.ones(2, 3) @ T.ones(4, 5), RuntimeError, "2x3 and 4x5"),
+    ("matmul_0d", lambda T: T.matmul(T.tensor(1.0), T.ones(2)), RuntimeError, "1D"),
+    ("dim_range", lambda T: T.ones(2, 3).sum(2), IndexError, "range"),
+    ("dim_range_neg", lambda T: T.ones(2, 3).softmax(-3), IndexError, "range"),
+    ("item_many", lambda T: T.ones(2).item(), RuntimeError, "2 elements"),
+    ("reshape_bad", lambda T: T.ones(2, 3).reshape(5), RuntimeError, "[5]"),
+    ("index_oob", lambda T: T.ones(2, 3)[5], IndexError, "5"),
+    ("index_float", lambda T: T.ones(3)[T.tensor([1.0])], IndexError, "indices"),
+    ("too_many_idx", lambda T: T.ones(3)[0, 0], IndexError, "dimension"),
+    ("cat_shape", lambda T: T.cat([T.ones(2, 3), T.ones(2, 4)]), RuntimeError, "Sizes of tensors"),
+    ("stack_shape", lambda T: T.stack([T.ones(2), T.ones(3)]), RuntimeError, "equal size"),
+    ("expand_bad", lambda T: T.ones(2, 3).expand(4, 3), RuntimeError, "must match"),
+    ("backward_nonscalar", lambda T: T.ones(2, requires_grad=True).mul(2).backward(), RuntimeError, "scalar"),
+    ("backward_nograd", lambda T: T.ones(2).sum().backward(), RuntimeError, "does not require grad"),
+    ("bool_many", lambda T: bool(T.ones(2)), RuntimeError, "ambiguous"),
+    ("leaf_inplace", lambda T: T.ones(2, requires_grad=True).add_(1), RuntimeError, "leaf"),
+    ("int_requires_grad", lambda T: T.ones(2, dtype=T.int64).requires_grad_(), RuntimeError, "floating point"),
+    ("numpy_requires_grad", lambda T: T.ones(2, requires_grad=True).numpy(), RuntimeError, "requires grad"),
+    ("gather_dims", lambda T: T.ones(2, 3).gather(1, T.tensor([0, 1])), RuntimeError, "same number of dimensions"),
+    ("gather_float_index", lambda T: T.ones(2, 3).gather(1, T.tensor([[0.0]])), RuntimeError, "int64"),
+    ("mean_int", lambda T: T.ones(2, dtype=T.int64).mean(), RuntimeError, "floating point"),
+    ("bmm_dims", lambda T: T.bmm(T.ones(2, 3), T.ones(3, 2)), RuntimeError, "3D"),
+    ("dot_dims", lambda T: T.dot(T.ones(2, 2), T.ones(2)), RuntimeError, "1D"),
+    ("setitem_shape", lambda T: T.ones(2, 3).__setitem__(0, T.ones(4)), RuntimeError, "shape"),
+    ("masked_fill_nonbool", lambda T: T.ones(2).masked_fill(T.ones(2), 0.0), RuntimeError, "bool"),
+    ("cuda", lambda T: T.ones(2).to("cuda"), RuntimeError, ""),
+    ("inplace_int_from_float", lambda T: T.ones(2, dtype=T.int64).add_(T.ones(2) * 0.5), RuntimeError, "can't be cast"),
+    ("second_backward", lambda T: _twice(T), RuntimeError, "second time"),
+]
+
+
+def _twice(T: Any) -> None:
+    x = T.ones(2, requires_grad=True)
+    y = (x * x).sum()
+    y.backward()
+    y.backward()
+
+
+@pytest.mark.parametrize("name,fn,exc,text", ERRORS, ids=[e[0] for e in ERRORS])
+def test_errors(name: str, fn: Any, exc: type[Exception], text: str) -> None:
+    with pytest.raises(exc) as info:
+        fn(lg)
+    assert text in str(info.value), f"{name}: message {str(info.value)!r} lacks {text!r}"
+    if torch is not None and name != "cuda":
+        with pytest.raises(exc):
+            fn(torch)
