@@ -9,7 +9,7 @@ import numpy as np
 from . import backend as B
 from .autograd import _enabled
 from .function import Function, unbroadcast
-from .tensor import Tensor
+from .tensor import _STAMP, Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -18,36 +18,40 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 
 
 def _topo(roots: list[Function]) -> list[Function]:
-    """Nodes reachable from ``roots``, each after every node that feeds it a gradient."""
+    """Nodes reachable from ``roots``, each before every node it sends gradients to (iterative DFS,
+    so deep graphs need no recursion)."""
     order: list[Function] = []
-    seen: set[int] = set()
-    stack: list[tuple[Function, bool]] = [(r, False) for r in roots]
-    while stack:
-        fn, done = stack.pop()
-        if done:
-            order.append(fn)
+    seen: set[Function] = set()
+    for root in roots:
+        if root in seen:
             continue
-        if id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        stack.append((fn, True))
-        for p in fn.parents:
-            if isinstance(p, Tensor) and p._grad_fn is not None and id(p._grad_fn) not in seen:
-                stack.append((p._grad_fn, False))
+        seen.add(root)
+        stack = [(root, iter(root.parents))]
+        while stack:
+            node, it = stack[-1]
+            for p in it:
+                if isinstance(p, Tensor):
+                    fn = p._grad_fn
+                    if fn is not None and fn not in seen:
+                        seen.add(fn)
+                        stack.append((fn, iter(fn.parents)))
+                        break
+            else:
+                stack.pop()
+                order.append(node)
     order.reverse()
     return order
 
 
-def _check_saved(node: Function) -> None:
-    if node.saved is None:
-        raise RuntimeError(_FREED)
+def _check_versions(node: Function) -> None:
+    """Refuse a backward whose saved inputs or output were modified in place after the forward."""
     saved = node.saved
     for i, p in enumerate(node.parents):
-        if isinstance(p, Tensor) and p._version[0] != node.vers[i] and any(s is p._data for s in saved):
+        if isinstance(p, Tensor) and p._version[1] > node.stamp and any(s is p._data for s in saved):
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{p.dtype.name} {list(p.shape)}], which is input {i} of {node.name()}, is at "
-                f"version {p._version[0]}; expected version {node.vers[i]} instead.")
+                f"version {p._version[0]}; expected an earlier version instead.")
     if node.saves_out and node.out_version[0] != 0:
         raise RuntimeError("one of the variables needed for gradient computation has been modified by an "
                            f"inplace operation: the output of {node.name()} is at version "
@@ -72,83 +76,97 @@ def _graph_backward(node: Function, g: Tensor) -> tuple[Any, ...]:
         node.saved = saved
 
 
+_ONES: dict[Any, np.ndarray] = {}
+
+
+def _seed_grad(t: Tensor, g: Any) -> Any:
+    if g is None:
+        if t._data.size != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        one = _ONES.get((t._data.dtype, t._data.shape))
+        if one is None:
+            one = _ONES[(t._data.dtype, t._data.shape)] = np.ones(t._data.shape, t._data.dtype)
+            one.flags.writeable = False
+        return one
+    garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._data.dtype)
+    if garr.shape != t._data.shape:
+        raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(garr.shape)} and "
+                           f"output[0] has a shape of {tuple(t.shape)}.")
+    return garr
+
+
 def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: bool = False,
                  create_graph: bool = False, inputs: list[Tensor] | None = None,
                  accumulate_only: Any = None) -> list[Any]:
     """Backpropagate from ``outputs``; accumulate into leaves' ``.grad``, or, with ``inputs``,
     return the gradients of those tensors instead."""
-    grads: dict[int, Any] = {}
+    grads: dict[Any, Any] = {}  # node (or leaf tensor, with inputs=) -> gradient so far
     roots: list[Function] = []
-    capture: dict[int, int] = {id(t): i for i, t in enumerate(inputs)} if inputs is not None else {}
-    results: list[Any] = [None] * (len(inputs) if inputs is not None else 0)
-    leaf_ok = None
-    if accumulate_only is not None:
-        leaf_ok = {id(t) for t in ([accumulate_only] if isinstance(accumulate_only, Tensor) else accumulate_only)}
-    nodes_by_id: dict[int, Function] = {}
-    # a non-leaf input of autograd.grad is reached through its grad_fn
-    capture_fn = {id(t._grad_fn): i for i, t in enumerate(inputs or ()) if t._grad_fn is not None}
-
-    def deliver(t: Tensor, g: Any) -> None:
-        fn = t._grad_fn
-        if fn is None:
-            k = capture.get(id(t))
-            if k is not None:
-                results[k] = g if results[k] is None else results[k] + g
-            elif inputs is None and (leaf_ok is None or id(t) in leaf_ok):
-                _accumulate(t, g, create_graph)
-            return
-        key = id(fn)
-        if key in grads:
-            grads[key] = grads[key] + g if create_graph else B.add(grads[key], g)
-        else:
-            grads[key] = g
-            nodes_by_id[key] = fn
-
+    only = None if accumulate_only is None else {
+        id(t) for t in ([accumulate_only] if isinstance(accumulate_only, Tensor) else accumulate_only)}
     for t, g in zip(outputs, grad_outputs):
         if not t.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-        if g is None:
-            if t.numel() != 1:
-                raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            garr: Any = np.ones(t._data.shape, t._data.dtype)
-        else:
-            garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._data.dtype)
-            if garr.shape != t._data.shape:
-                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(garr.shape)} and "
-                                   f"output[0] has a shape of {tuple(t.shape)}.")
+        garr = _seed_grad(t, g)
         if create_graph:
             garr = g if isinstance(g, Tensor) else Tensor._make(garr)
-        if t._grad_fn is not None:
-            roots.append(t._grad_fn)
-        deliver(t, garr)
-
+        fn = t._grad_fn
+        if fn is None:
+            _deliver_leaf(t, garr, grads, inputs is not None, only, create_graph)
+        else:
+            roots.append(fn)
+            prev = grads.get(fn)
+            grads[fn] = garr if prev is None else prev + garr
+    capture = inputs is not None
+    # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
+    taken = {t._grad_fn: None for t in inputs if t._grad_fn is not None} if capture else {}
+    stamp = _STAMP[0]
     token = _enabled.set(create_graph)
     try:
         for node in _topo(roots):
-            g = grads.pop(id(node), None)
+            g = grads.pop(node, None)
             if g is None:
                 continue
-            _check_saved(node)
+            if node.saved is None:
+                raise RuntimeError(_FREED)
+            if node.stamp != stamp:
+                _check_versions(node)
             if node.retained is not None:
                 _accumulate(node.retained, g, create_graph)
-            k = capture_fn.get(id(node))
-            if k is not None:
-                results[k] = g
+            if node in taken:
+                taken[node] = g
             pgrads = _graph_backward(node, g) if create_graph else node.backward(g)
             for p, pg in zip(node.parents, pgrads):
                 if pg is None or not isinstance(p, Tensor) or not p.requires_grad:
                     continue
                 if pg.shape != p._data.shape:
                     pg = unbroadcast(pg, p._data.shape)
-                deliver(p, pg)
+                fn = p._grad_fn
+                if fn is None:
+                    _deliver_leaf(p, pg, grads, capture, only, create_graph)
+                else:
+                    prev = grads.get(fn)
+                    grads[fn] = pg if prev is None else (prev + pg if create_graph else B.add(prev, pg))
             if not retain_graph and node.saved:
                 node.saved = None
     finally:
         _enabled.reset(token)
+    if not capture:
+        return []
+    res = [taken.get(t._grad_fn) if t._grad_fn is not None else grads.get(t) for t in inputs]
     if create_graph:
-        return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in results]
-    return [None if r is None else Tensor._make(np.array(r, copy=True) if not r.flags.writeable or r.base is not None else r)
-            for r in results]
+        return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
+    return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))
+            for r in res]
+
+
+def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only: Any,
+                  create_graph: bool) -> None:
+    if capture:  # autograd.grad: gradients of leaves are collected, .grad is left alone
+        prev = grads.get(t)
+        grads[t] = g if prev is None else prev + g
+    elif only is None or id(t) in only:
+        _accumulate(t, g, create_graph)
 
 
 def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
@@ -159,7 +177,7 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
     if t.grad is None:
-        buf = t.__dict__.get("_grad_buf") if hasattr(t, "__dict__") else None
+        buf = t._grad_buf
         if buf is not None and buf.shape == g.shape:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
             B.copyto(buf, g)

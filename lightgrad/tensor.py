@@ -67,6 +67,7 @@ class Tensor:
 
     __slots__ = ("_data", "requires_grad", "grad", "_grad_fn", "_version", "__weakref__", "__dict__")
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
+    _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
     def __init__(self, data: Any = None, *, dtype: Any = None, requires_grad: bool = False) -> None:
         arr = _to_array(data if data is not None else [], dtype)
@@ -74,7 +75,7 @@ class Tensor:
         self.requires_grad = bool(requires_grad)
         self.grad: Tensor | None = None
         self._grad_fn = None
-        self._version = [0]
+        self._version = [0, 0]  # [in-place modifications, stamp of the last one]
 
     @classmethod
     def _make(cls, data: np.ndarray) -> Tensor:
@@ -84,7 +85,7 @@ class Tensor:
         t.requires_grad = False
         t.grad = None
         t._grad_fn = None
-        t._version = [0]
+        t._version = [0, 0]
         return t
 
     # ---- attributes ----------------------------------------------------------------------------
@@ -1218,7 +1219,7 @@ class Tensor:
                                f"{self.dtype.name.capitalize()}")
         if r._data is not self._data:
             B.copyto(self._data, r._data, casting="unsafe")
-        self._version[0] += 1
+        _bump(self)
         if graph:
             self._grad_fn, self.requires_grad = r._grad_fn, r.requires_grad
         return self
@@ -1294,7 +1295,7 @@ class Tensor:
             return self._inplace(lambda s: s * 0 + value, value)
         self._check_leaf_inplace()
         self._data[...] = _scalar_of(value)
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
@@ -1318,27 +1319,27 @@ class Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).uniform(a, b, self.shape)
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).normal(mean, std, self.shape)
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def bernoulli_(self, p: float = 0.5, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).random(self.shape) < p
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._data[...] = _gen(generator).exponential(1.0 / lambd, self.shape)
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def random_(self, low: int = 0, high: int | None = None, *, generator: Any = None) -> Tensor:
@@ -1346,7 +1347,7 @@ class Tensor:
         if high is None:
             low, high = 0, low if low else 2 ** 24
         self._data[...] = _gen(generator).integers(low, high, self.shape)
-        self._version[0] += 1
+        _bump(self)
         return self
 
     def __iadd__(self, o: Any) -> Tensor:
@@ -1393,6 +1394,17 @@ class Tensor:
 
     def share_memory_(self) -> Tensor:
         return self
+
+
+_STAMP = [0]  # counts in-place modifications anywhere: saved tensors need checking only if it moved
+
+
+def _bump(t: Tensor) -> None:
+    """Record an in-place modification of t (its version counter is shared with its views)."""
+    _STAMP[0] += 1
+    v = t._version
+    v[0] += 1
+    v[1] = _STAMP[0]
 
 
 def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:

@@ -1,0 +1,50 @@
+"""Times one workload under one framework in a fresh process; prints one JSON line.
+
+``python -m benchmarks.worker MODULE WORKLOAD FRAMEWORK`` where FRAMEWORK is lightgrad, torch or
+numpy (the module's FLOORS entry: a hand-written NumPy step, the floor for a NumPy library).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import resource
+import statistics
+import sys
+import time
+
+
+def measure(step, min_sample_s: float = 0.15, samples: int = 7) -> tuple[float, int]:
+    step()  # warm-up: first calls allocate, trace or fill caches
+    step()
+    t0 = time.perf_counter()
+    step()
+    once = max(time.perf_counter() - t0, 1e-7)
+    n = max(1, int(min_sample_s / once))
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            step()
+        times.append((time.perf_counter() - t0) / n)
+    return statistics.median(times) * 1e3, n
+
+
+def main() -> None:
+    mod_name, workload, framework = sys.argv[1:4]
+    mod = importlib.import_module(f"benchmarks.{mod_name}")
+    if framework == "numpy":
+        step = mod.FLOORS[workload]()
+    else:
+        fw = importlib.import_module(framework)
+        if framework == "torch":
+            fw.manual_seed(0)
+        step = mod.WORKLOADS[workload](fw)
+    ms, n = measure(step)
+    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps({"module": mod_name, "workload": workload, "framework": framework,
+                      "ms": ms, "inner": n, "peak_rss_mb": rss_kb / 1024}))
+
+
+if __name__ == "__main__":
+    main()
