@@ -28,7 +28,7 @@ class Function:
     saved: Any = ()
     saves_out = False
     parents: tuple[Any, ...]
-    vers: list[int]
+    stamp: int
     retained: Any = None  # the output tensor, when it asked retain_grad()
 
     def forward(self, *args: Any, **kw: Any) -> Any:
@@ -40,14 +40,13 @@ class Function:
     @classmethod
     def apply(cls, *args: Any, **kw: Any) -> Any:
         ctx = cls()
-        raw = [a._data if isinstance(a, Tensor) else a for a in args]
-        out = ctx.forward(*raw, **kw)
+        out = ctx.forward(*[a._data if isinstance(a, Tensor) else a for a in args], **kw)
         t = Tensor._make(out)
         if _enabled.get():
             for a in args:
                 if isinstance(a, Tensor) and a.requires_grad:
                     ctx.parents = args
-                    ctx.vers = [a._version[0] if isinstance(a, Tensor) else 0 for a in args]
+                    ctx.stamp = _STAMP[0]  # saved inputs modified in place after this are refused
                     if cls.saves_out:
                         ctx.out_version = t._version
                     t.requires_grad = True
@@ -396,7 +395,7 @@ class Sum(Function):
     def backward(self, g):
         if not self.keepdim and self.axes:
             g = B.reshape(g, B._reduced(self.shape, self.axes, True))
-        return (B.broadcast_to(g, self.shape),)
+        return (B.expand(g, self.shape),)
 
 
 class Amax(Function):
@@ -748,6 +747,254 @@ class Einsum(Function):
         return tuple(grads)
 
 
+# ---- convolution and pooling -------------------------------------------------------------------
+# Images are (N, C, H, W); 1-D ops reshape to H = 1 before calling these. Geometry arrives as
+# pairs: kernel k, stride s, dilation d, and pads = (top, bottom, left, right), uneven so that
+# padding='same' and ceil_mode pooling need no special case. Each op reads its input through a
+# strided view of kernel windows (no copy) and loops over the kh*kw kernel taps, never pixels.
+
+def _padded(x, pads, value=0):
+    """x with its last two axes padded by ``pads`` and filled with ``value`` (x itself if no pads)."""
+    pt, pb, pl, pr = pads
+    if not (pt or pb or pl or pr):
+        return x
+    n, c, h, w = x.shape
+    out = B.empty((n, c, h + pt + pb, w + pl + pr), x.dtype)
+    out.fill(value)
+    out[:, :, pt:pt + h, pl:pl + w] = x
+    return out
+
+
+def _out_hw(hw, k, s, d, pads):
+    """Output size of a window op: (H + pads - d*(k-1) - 1) // s + 1 per axis."""
+    return ((hw[0] + pads[0] + pads[1] - d[0] * (k[0] - 1) - 1) // s[0] + 1,
+            (hw[1] + pads[2] + pads[3] - d[1] * (k[1] - 1) - 1) // s[1] + 1)
+
+
+def _windows(xp, k, s, d, out_hw):
+    """A read-only view (N, C, kh, kw, Ho, Wo) of every kernel window of padded ``xp``."""
+    s0, s1, s2, s3 = xp.strides
+    return B.as_strided(xp, (xp.shape[0], xp.shape[1], k[0], k[1], out_hw[0], out_hw[1]),
+                        (s0, s1, s2 * d[0], s3 * d[1], s2 * s[0], s3 * s[1]), writeable=False)
+
+
+def _tap(a, i, j, s, d, out_hw):
+    """The strided slice of padded image ``a`` that kernel tap (i, j) covers, one entry per output."""
+    h0, w0 = i * d[0], j * d[1]
+    return a[:, :, h0:h0 + s[0] * (out_hw[0] - 1) + 1:s[0], w0:w0 + s[1] * (out_hw[1] - 1) + 1:s[1]]
+
+
+def _im2col(x, k, s, d, pads, out_hw=None):
+    """Columns (N, C*kh*kw, Ho*Wo) of zero-padded x (one copy); a matrix product then convolves.
+    ``out_hw`` may ask for fewer windows than fit (a transposed conv's output_padding)."""
+    out_hw = out_hw or _out_hw(x.shape[2:], k, s, d, pads)
+    cols = B.copy(_windows(_padded(x, pads), k, s, d, out_hw))
+    return B.reshape(cols, (x.shape[0], x.shape[1] * k[0] * k[1], out_hw[0] * out_hw[1]))
+
+
+def _col2im(cols, shape, k, s, d, pads, out_hw=None):
+    """The adjoint of ``_im2col``: adds every column entry back onto the pixel it was read from
+    (one strided add per kernel tap) and returns the (N, C, H, W) image of ``shape``."""
+    n, c, h, w = shape
+    pt, pb, pl, pr = pads
+    out_hw = out_hw or _out_hw((h, w), k, s, d, pads)
+    c6 = B.reshape(cols, (n, c, k[0], k[1], out_hw[0], out_hw[1]))
+    out = B.zeros((n, c, max(h + pt + pb, (out_hw[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1),
+                   max(w + pl + pr, (out_hw[1] - 1) * s[1] + d[1] * (k[1] - 1) + 1)), cols.dtype)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            B.iadd(_tap(out, i, j, s, d, out_hw), c6[:, :, i, j])
+    return out[:, :, pt:pt + h, pl:pl + w]
+
+
+def _unfold(x, k, s, d, pads, out_hw=None):
+    """im2col of an array, or the differentiable op on a Tensor (backward under create_graph)."""
+    if isinstance(x, Tensor):
+        return Unfold.apply(x, k=k, s=s, d=d, pads=pads, out_hw=out_hw)
+    return _im2col(x, k, s, d, pads, out_hw)
+
+
+def _fold(cols, shape, k, s, d, pads, out_hw=None):
+    if isinstance(cols, Tensor):
+        return Fold.apply(cols, shape=shape, k=k, s=s, d=d, pads=pads, out_hw=out_hw)
+    return _col2im(cols, shape, k, s, d, pads, out_hw)
+
+
+class Unfold(Function):
+    """Sliding blocks (im2col): (N, C, H, W) -> (N, C*kh*kw, L), as ``F.unfold``."""
+
+    def forward(self, x, k, s, d, pads, out_hw=None):
+        self.shape, self.geom = x.shape, (k, s, d, pads, out_hw)
+        return _im2col(x, k, s, d, pads, out_hw)
+
+    def backward(self, g):
+        return (_fold(g, self.shape, *self.geom),)
+
+
+class Fold(Function):
+    """Sum sliding blocks back into an image (col2im), as ``F.fold``; the adjoint of Unfold."""
+
+    def forward(self, cols, shape, k, s, d, pads, out_hw=None):
+        self.geom = (k, s, d, pads, out_hw)
+        return _col2im(cols, shape, k, s, d, pads, out_hw)
+
+    def backward(self, g):
+        return (_unfold(g, *self.geom),)
+
+
+class Conv2d(Function):
+    """Cross-correlation of x (N, C, H, W) with w (O, C/groups, kh, kw) and optional bias b (O,):
+    im2col, then one batched matrix product laid out so its result already is (N, O, Ho, Wo)."""
+
+    def forward(self, x, w, b, s, d, pads, groups):
+        n, o, k = x.shape[0], w.shape[0], w.shape[2:]
+        kk = w.shape[1] * k[0] * k[1]
+        ho, wo = _out_hw(x.shape[2:], k, s, d, pads)
+        cols = _im2col(x, k, s, d, pads)
+        out = B.matmul(B.reshape(w, (groups, o // groups, kk)), B.reshape(cols, (n, groups, kk, ho * wo)))
+        out = B.reshape(out, (n, o, ho, wo))  # (N, G, O/G, L) is (N, O, Ho, Wo) in memory
+        if b is not None:
+            out += B.reshape(b, (o, 1, 1))
+        self.geom, self.groups = (k, s, d, pads), groups
+        self.saved = (x, w, cols)
+        return out
+
+    def backward(self, g):
+        x, w, cols = self.saved
+        k, s, d, pads = self.geom
+        n, o, ho, wo = g.shape
+        grp, kk = self.groups, w.shape[1] * k[0] * k[1]
+        g4 = B.reshape(g, (n, grp, o // grp, ho * wo))
+        gx = gw = gb = None
+        if self.needs(0):
+            wt = B.swapaxes(B.reshape(w, (grp, o // grp, kk)), 1, 2)  # (G, kk, O/G)
+            gx = _fold(B.reshape(B.matmul(wt, g4), (n, -1, ho * wo)), x.shape, k, s, d, pads)
+        if self.needs(1):
+            if isinstance(g, Tensor):  # create_graph: the columns must be a function of x
+                cols = _unfold(x, k, s, d, pads)
+            ct = B.swapaxes(B.reshape(cols, (n, grp, kk, ho * wo)), 2, 3)  # (N, G, L, kk)
+            gw = B.reshape(B.sum(B.matmul(g4, ct), axis=0), w.shape)
+        if self.needs(2):
+            gb = B.sum(g, axis=(0, 2, 3))
+        return gx, gw, gb
+
+
+class ConvTranspose2d(Function):
+    """Transposed convolution, x (N, C_in, H, W) with w (C_in, C_out/groups, kh, kw): the map
+    Conv2d's backward sends to its input, i.e. one matrix product, then col2im into ``out_hw``."""
+
+    def forward(self, x, w, b, s, d, pads, groups, out_hw):
+        n, cin, h, wd = x.shape
+        og, k = w.shape[1], w.shape[2:]
+        cg, kk = cin // groups, og * k[0] * k[1]
+        wt = B.swapaxes(B.reshape(w, (groups, cg, kk)), 1, 2)  # (G, kk, C_in/G)
+        cols = B.matmul(wt, B.reshape(x, (n, groups, cg, h * wd)))  # (N, G, kk, H*W)
+        out = _col2im(B.reshape(cols, (n, groups * kk, h * wd)), (n, groups * og, *out_hw), k, s, d, pads,
+                      (h, wd))
+        if b is not None:
+            out += B.reshape(b, (-1, 1, 1))
+        self.geom, self.groups = (k, s, d, pads), groups
+        self.saved = (x, w)
+        return out
+
+    def backward(self, g):
+        x, w = self.saved
+        k, s, d, pads = self.geom
+        n, cin, h, wd = x.shape
+        grp = self.groups
+        cg, kk = cin // grp, w.shape[1] * k[0] * k[1]
+        gcols = B.reshape(_unfold(g, k, s, d, pads, (h, wd)), (n, grp, kk, h * wd))
+        gx = gw = gb = None
+        if self.needs(0):
+            gx = B.reshape(B.matmul(B.reshape(w, (grp, cg, kk)), gcols), x.shape)
+        if self.needs(1):
+            x4 = B.reshape(x, (n, grp, cg, h * wd))
+            gw = B.reshape(B.sum(B.matmul(x4, B.swapaxes(gcols, 2, 3)), axis=0), w.shape)
+        if self.needs(2):
+            gb = B.sum(g, axis=(0, 2, 3))
+        return gx, gw, gb
+
+
+def _scatter_taps(v, dtype, shape, k, s, d, pads, out_hw):
+    """Route per-tap values v(t) (each (N, C, Ho, Wo)) back to the pixels tap t read; when
+    windows cannot overlap (stride >= window) they are written instead of added."""
+    n, c, h, w = shape
+    pt, pb, pl, pr = pads
+    out = B.zeros((n, c, h + pt + pb, w + pl + pr), dtype)
+    overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
+    for t in range(k[0] * k[1]):
+        i, j = divmod(t, k[1])
+        dst = _tap(out, i, j, s, d, out_hw)
+        vt = v(t)
+        if overlap:
+            B.iadd(dst, vt)
+        else:
+            B.copyto(dst, vt)
+    return out[:, :, pt:pt + h, pl:pl + w]
+
+
+class MaxPool2d(Function):
+    """Max over each window; its gradient goes to the first maximum of the window, as PyTorch's.
+    ``sink``, when given a list, receives the argmax as flat indices into each input plane."""
+
+    def forward(self, x, k, s, d, pads, out_hw, sink=None):
+        low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        v = _windows(_padded(x, pads, low), k, s, d, out_hw)
+        out = B.copy(v[:, :, 0, 0])
+        arg = B.zeros(out.shape, np.uint8 if k[0] * k[1] < 256 else np.int32)  # the winning tap
+        for t in range(1, k[0] * k[1]):
+            tap = v[:, :, t // k[1], t % k[1]]
+            take = B.greater(tap, out)  # strict: the first maximum wins ties
+            if x.dtype.kind == "f":
+                take |= B.isnan(tap)  # NaN propagates, as PyTorch's max pool
+            B.copyto(out, tap, where=take)
+            B.copyto(arg, t, where=take)
+        if sink is not None:
+            tap = arg.astype(np.int64)
+            rows = np.arange(out_hw[0]).reshape(-1, 1) * s[0] + (tap // k[1]) * d[0] - pads[0]
+            cols = np.arange(out_hw[1]) * s[1] + (tap % k[1]) * d[1] - pads[2]
+            sink.append(rows * x.shape[3] + cols)
+        self.shape, self.geom = x.shape, (k, s, d, pads, out_hw)
+        self.saved = (arg,)
+        return out
+
+    def backward(self, g):
+        (arg,) = self.saved
+        k, s, d, pads, out_hw = self.geom
+        if isinstance(g, Tensor):  # create_graph: one-hot columns folded back, differentiably
+            nk = k[0] * k[1]
+            hot = B.equal(np.expand_dims(arg, 2), np.arange(nk).reshape(nk, 1, 1)).astype(g.dtype.np)
+            cols = g.unsqueeze(2) * Tensor._make(hot)
+            return (Fold.apply(cols.reshape(g.shape[0], -1, out_hw[0] * out_hw[1]), shape=self.shape,
+                               k=k, s=s, d=d, pads=pads),)
+        return (_scatter_taps(lambda t: B.where(B.equal(arg, t), g, 0), g.dtype, self.shape, k, s, d, pads,
+                              out_hw),)
+
+
+class AvgPool2d(Function):
+    """Window sums divided by ``div`` (a number, or per-output (Ho, Wo) counts); zero padding."""
+
+    def forward(self, x, k, s, pads, out_hw, div):
+        one = (1, 1)
+        v = _windows(_padded(x, pads), k, s, one, out_hw)
+        out = B.copy(v[:, :, 0, 0])
+        for t in range(1, k[0] * k[1]):
+            B.iadd(out, v[:, :, t // k[1], t % k[1]])
+        out /= div
+        self.shape, self.geom, self.div = x.shape, (k, s, one, pads, out_hw), div
+        return out
+
+    def backward(self, g):
+        k, s, d, pads, out_hw = self.geom
+        gd = B.divide(g, self.div)
+        if isinstance(g, Tensor):
+            nk = k[0] * k[1]
+            cols = gd.unsqueeze(2).expand(g.shape[0], g.shape[1], nk, *out_hw)
+            return (Fold.apply(cols.reshape(g.shape[0], -1, out_hw[0] * out_hw[1]), shape=self.shape,
+                               k=k, s=s, d=d, pads=pads),)
+        return (_scatter_taps(lambda t: gd, gd.dtype, self.shape, k, s, d, pads, out_hw),)
+
+
 # ---- custom ops --------------------------------------------------------------------------------
 
 class FunctionCtx:
@@ -811,11 +1058,11 @@ class CustomFunction:
         if _enabled.get() and any(isinstance(a, Tensor) and a.requires_grad for a in tensors):
             node = _CustomNode()
             node.fn, node.ctx, node.parents = cls, ctx, tensors
-            node.vers = [a._version[0] if isinstance(a, Tensor) else 0 for a in tensors]
+            node.stamp = _STAMP[0]
             out = Tensor._make(out._data)
             out.requires_grad = True
             out._grad_fn = node
         return out
 
 
-from .tensor import Tensor  # noqa: E402  (Tensor uses these ops; they make Tensors)
+from .tensor import _STAMP, Tensor  # noqa: E402  (Tensor uses these ops; they make Tensors)
