@@ -200,6 +200,11 @@ def expand(x: Array, shape: tuple[int, ...]) -> Array:
     return v
 
 
+def add_into(x: Array, y: Array, out: Array) -> None:
+    """``out = x + y`` into given storage."""
+    np.add(x, y, out=out)
+
+
 def iadd(x: Array, y: Array) -> None:
     """``x += y`` in place (x's storage is kept)."""
     np.add(x, y, out=x)

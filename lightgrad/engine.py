@@ -9,6 +9,7 @@ import numpy as np
 from . import backend as B
 from .autograd import _enabled
 from .function import Function, unbroadcast
+from .memory import empty_like_home
 from .tensor import _STAMP, Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -178,15 +179,28 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
         g = g.astype(t._data.dtype)
     if t.grad is None:
         buf = t._grad_buf
+        if buf is None and t._mem is not None and t._mem[0]:
+            # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
+            # gradient home there, reused by every backward: steps then allocate nothing for it
+            buf = t._grad_buf = empty_like_home(t._mem, t._data.shape, t._data.dtype)
         if buf is not None and buf.shape == g.shape:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
             B.copyto(buf, g)
             t.grad = Tensor._make(buf)
+            t.grad._mem = t._mem
         else:
-            t.grad = Tensor._make(B.copy(g))  # a copy: g may be shared with other nodes or a view
+            # a copy (g may be shared with other nodes, or a view) that lives where the leaf lives:
+            # a parameter made on the heap keeps its gradient on the heap, not in a step's arena
+            arr = empty_like_home(t._mem, g.shape, g.dtype)
+            B.copyto(arr, g)
+            t.grad = Tensor._make(arr)
+            t.grad._mem = t._mem
     else:
         gd = t.grad._data
         if gd.flags.writeable and gd.shape == g.shape:
             B.iadd(gd, g)
         else:
-            t.grad = Tensor._make(B.add(gd, g))
+            arr = empty_like_home(t._mem, g.shape, g.dtype)
+            B.add_into(gd, g, arr)
+            t.grad = Tensor._make(arr)
+            t.grad._mem = t._mem

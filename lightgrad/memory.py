@@ -32,6 +32,13 @@ def parse_size(size: int | str) -> int:
     return int(float(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit])
 
 
+def _aligned_block(n: int) -> np.ndarray:
+    """n bytes whose first byte sits on a 64-byte boundary (cache lines, SIMD loads)."""
+    raw = np.empty(n + _ALIGN, np.uint8)
+    shift = -raw.ctypes.data % _ALIGN
+    return raw[shift:shift + n]
+
+
 class Arena:
     """A preallocated byte buffer with aligned bump allocation and an O(1) ``reset()``.
 
@@ -45,12 +52,15 @@ class Arena:
         self.name = name
         self.capacity = parse_size(capacity)
         self.grow = grow
-        self._blocks = [np.empty(self.capacity, np.uint8)]
+        self._blocks = [_aligned_block(self.capacity)]
         self._block = 0
         self._offset = 0
         self._used_before = 0  # bytes used in earlier blocks (growing arenas only)
         self.peak = 0
         self.generation = 0  # bumped by reset(): storage handed out before is reclaimed
+        # Tensors made while this arena is active hold this token; reset() clears it, so a tensor
+        # whose storage was reclaimed raises instead of returning stale data (bare-lm has no check).
+        self._token: list[Any] = [True, self]
         _arenas.append(weakref.ref(self))
 
     @property
@@ -80,12 +90,14 @@ class Arena:
         self._used_before += self._offset
         self._block += 1
         if self._block == len(self._blocks) or self._blocks[self._block].size < n:
-            self._blocks.insert(self._block, np.empty(max(n, self.capacity), np.uint8))
+            self._blocks.insert(self._block, _aligned_block(max(n, self.capacity)))
         self._offset = 0
         return self._blocks[self._block], 0
 
     def reset(self) -> None:
-        """Reclaim everything allocated so far, in O(1)."""
+        """Reclaim everything allocated so far, in O(1); tensors made before can no longer be read."""
+        self._token[0] = False
+        self._token = [True, self]
         self._block = 0
         self._offset = 0
         self._used_before = 0
@@ -115,6 +127,27 @@ def empty(shape: tuple[int, ...], dt: Any) -> np.ndarray:
     if a is None:
         return np.empty(shape, dt)
     return a.empty(shape, dt)
+
+
+def token() -> list[Any] | None:
+    """The liveness token new tensors take: None on the heap, else the active arena's generation."""
+    a = _current.get()
+    return None if a is None else a._token
+
+
+def empty_like_home(home: list[Any] | None, shape: tuple[int, ...], dt: Any) -> np.ndarray:
+    """Storage that lives as long as the tensor whose token is ``home`` (its arena, or the heap):
+    a leaf's gradient is kept beside the leaf, not in the temporary arena of the step."""
+    if home is None or not home[0]:
+        return np.empty(shape, dt)
+    return home[1].empty(shape, dt)
+
+
+def reclaimed_error(home: list[Any]) -> RuntimeError:
+    a = home[1]
+    return RuntimeError(f"this tensor's storage was reclaimed by reset() of arena '{a.name}' "
+                        f"(now at generation {a.generation}); keep results with .item(), or copy "
+                        "tensors out with .clone() outside the arena before resetting it")
 
 
 @contextmanager

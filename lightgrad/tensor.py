@@ -16,6 +16,9 @@ import numpy as np
 from . import backend as B
 from . import dtypes as D
 from .autograd import _enabled, is_grad_enabled, no_grad
+from .memory import _current as _arena
+from .memory import reclaimed_error
+from .memory import token as _token
 
 Number = int | float | bool
 _SCALARS = (int, float, bool, np.generic)
@@ -65,7 +68,7 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = ("_data", "requires_grad", "grad", "_grad_fn", "_version", "__weakref__", "__dict__")
+    __slots__ = ("_data", "requires_grad", "grad", "_grad_fn", "_version", "_mem", "__weakref__", "__dict__")
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
@@ -76,6 +79,7 @@ class Tensor:
         self.grad: Tensor | None = None
         self._grad_fn = None
         self._version = [0, 0]  # [in-place modifications, stamp of the last one]
+        self._mem = _token()  # None on the heap; an arena's liveness token inside one
 
     @classmethod
     def _make(cls, data: np.ndarray) -> Tensor:
@@ -86,6 +90,8 @@ class Tensor:
         t.grad = None
         t._grad_fn = None
         t._version = [0, 0]
+        a = _arena.get()
+        t._mem = None if a is None else a._token
         return t
 
     # ---- attributes ----------------------------------------------------------------------------
@@ -196,24 +202,33 @@ class Tensor:
         return self._version[0]
 
     # ---- conversion ----------------------------------------------------------------------------
+    def _live(self) -> np.ndarray:
+        """The array, after checking that an arena reset has not reclaimed it."""
+        m = self._mem
+        if m is not None and not m[0]:
+            raise reclaimed_error(m)
+        return self._data
+
     def item(self) -> Number:
         """The value of a one-element tensor as a Python number."""
+        self._live()
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
-        return self._data.tolist()
+        return self._live().tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The underlying array (shared memory); refuses when grad is required, like PyTorch."""
+        self._live()
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         return self._data if not force else self._data.copy()
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        a = self._data
+        a = self._live()
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -338,6 +353,9 @@ class Tensor:
     # ---- Python protocol -----------------------------------------------------------------------
     def __repr__(self) -> str:
         from ._repr import tensor_repr
+        m = self._mem
+        if m is not None and not m[0]:
+            return f"<tensor reclaimed by reset() of arena '{m[1].name}'>"
         return tensor_repr(self)
 
     def __len__(self) -> int:

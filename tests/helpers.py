@@ -19,7 +19,7 @@ def numeric_grads(f: Callable[..., np.ndarray], xs: Sequence[np.ndarray], r: np.
                   eps: float = 1e-6) -> list[np.ndarray]:
     """Central differences of ``sum(f(*xs) * r)`` with respect to each float input."""
     out = []
-    for i, x in enumerate(xs):
+    for x in xs:
         g = np.zeros_like(x)
         if x.dtype.kind != "f":
             out.append(g)
