@@ -7,6 +7,8 @@ tensor([2., 4.])
 
 from __future__ import annotations
 
+import builtins
+
 from typing import Any
 
 from . import autograd, memory
@@ -65,16 +67,16 @@ del _n
 
 
 
-def is_tensor(x: Any) -> bool:
+def is_tensor(x: Any) -> builtins.bool:
     """True for lightgrad Tensors."""
     return isinstance(x, Tensor)
 
 
-def numel(x: Tensor) -> int:
+def numel(x: Tensor) -> builtins.int:
     return x.numel()
 
 
-def is_floating_point(x: Tensor) -> bool:
+def is_floating_point(x: Tensor) -> builtins.bool:
     return x.is_floating_point()
 
 
@@ -113,7 +115,7 @@ def dstack(tensors: Any) -> Tensor:
     return stack(tensors, -1) if tensors[0].ndim < 3 else cat(tensors, 2)
 
 
-def cdist(x1: Tensor, x2: Tensor, p: float = 2.0) -> Tensor:
+def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:
     return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
 
 
@@ -121,16 +123,16 @@ def set_printoptions(**kwargs: Any) -> None:
     pass
 
 
-def set_num_threads(n: int) -> None:
+def set_num_threads(n: builtins.int) -> None:
     pass
 
 
-def get_num_threads() -> int:
+def get_num_threads() -> builtins.int:
     import os
     return os.cpu_count() or 1
 
 
-def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
+def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
     pass
 
 
@@ -150,7 +152,7 @@ def save(obj: Any, f: Any, **kwargs: Any) -> None:
 def load(f: Any, map_location: Any = None, weights_only: Any = None, **kwargs: Any) -> Any:
     """Load what ``save`` wrote; never executes code from the file."""
     from .serialization import load as _load
-    return _load(f, **kwargs)
+    return _load(f, map_location, weights_only, **kwargs)
 
 
 def __getattr__(name: str) -> Any:

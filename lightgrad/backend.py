@@ -226,7 +226,7 @@ def erf(x: Array) -> Array:
     """Gauss error function. float64 is exact (math.erf per element, slow); other dtypes use a
     Chebyshev fit of erfc (Numerical Recipes, relative error < 1.2e-7), which is float32 accuracy."""
     if x.dtype == np.float64:
-        return _erf64(x).astype(np.float64)
+        return np.asarray(_erf64(x), np.float64)
     z = np.abs(x).astype(np.float64)
     t = 1.0 / (1.0 + 0.5 * z)
     poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (

@@ -12,9 +12,7 @@ class device:
     __slots__ = ("type", "index")
 
     def __init__(self, type: Any = "cpu", index: int | None = None) -> None:  # noqa: A002
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        name = str(type)
+        name = f"{type.type}:{type.index}" if isinstance(type, device) and type.index is not None else str(type)  # type: ignore[has-type]
         kind, _, idx = name.partition(":")
         if kind != "cpu":
             raise RuntimeError(f"lightgrad runs on the CPU only; device '{name}' is not available "

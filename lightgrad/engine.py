@@ -120,7 +120,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
             grads[fn] = garr if prev is None else prev + garr
     capture = inputs is not None
     # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
-    taken = {t._grad_fn: None for t in inputs if t._grad_fn is not None} if capture else {}
+    taken: dict[Any, Any] = {t._grad_fn: None for t in inputs or () if t._grad_fn is not None}
     stamp = _STAMP[0]
     token = _enabled.set(create_graph)
     try:
@@ -154,7 +154,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
         _enabled.reset(token)
     if not capture:
         return []
-    res = [taken.get(t._grad_fn) if t._grad_fn is not None else grads.get(t) for t in inputs]
+    res = [taken.get(t._grad_fn) if t._grad_fn is not None else grads.get(t) for t in inputs or ()]
     if create_graph:
         return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
     return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))

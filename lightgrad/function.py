@@ -30,6 +30,7 @@ class Function:
     saves_out = False
     parents: tuple[Any, ...]
     stamp: int
+    out_version: list[int]
     retained: Any = None  # the output tensor, when it asked retain_grad()
 
     def forward(self, *args: Any, **kw: Any) -> Any:
@@ -1042,6 +1043,206 @@ class AvgPool2d(Function):
         return (_scatter_taps(lambda t: gd, gd.dtype, self.shape, k, s, d, pads, out_hw),)
 
 
+# ---- recurrent layers --------------------------------------------------------------------------
+# One primitive per layer and direction runs the whole time loop in NumPy: the input projections
+# xp (T, B, G) of every step come in precomputed (one matmul per layer, outside), so a step is
+# one (B, H) x (H, G) product plus pointwise work, and the graph has one node instead of ~15 per
+# step. Backward is backpropagation through time over the saved activations; the recurrent
+# weight's gradient is one matrix product over all steps at the end.
+
+_NO_DOUBLE = ("double backward through a fused RNN/LSTM/GRU layer is not supported "
+              "(create_graph=True); unroll RNNCell/LSTMCell/GRUCell in a loop instead")
+
+
+def _steps(t_len, reverse):
+    return range(t_len - 1, -1, -1) if reverse else range(t_len)
+
+
+def _prev_states(out, h0, reverse):
+    """(T, B, H) state each step started from: h0, then the outputs in processing order."""
+    t_len = out.shape[0]
+    prev = B.empty(out.shape, out.dtype)
+    if reverse:
+        prev[:t_len - 1] = out[1:]
+        prev[t_len - 1] = h0
+    else:
+        prev[1:] = out[:t_len - 1]
+        prev[0] = h0
+    return prev
+
+
+def _sigmoid_(a):
+    """In-place logistic sigmoid, as 0.5 * (1 + tanh(x / 2)), which never overflows."""
+    a *= 0.5
+    np.tanh(a, out=a)
+    a += 1
+    a *= 0.5
+
+
+class RNNLayer(Function):
+    """Elman RNN over a sequence: h_t = act(xp_t + h_{t-1} W_hh^T); returns the (T, B, H) outputs."""
+
+    def forward(self, xp, w_hh, h0, relu, reverse):
+        t_len = xp.shape[0]
+        out = B.empty((t_len, *h0.shape), xp.dtype)
+        whT = B.transpose(w_hh)
+        h = h0
+        for t in _steps(t_len, reverse):
+            a = out[t]
+            np.matmul(h, whT, out=a)
+            a += xp[t]
+            if relu:
+                np.maximum(a, 0, out=a)
+            else:
+                np.tanh(a, out=a)
+            h = a
+        self.relu, self.reverse = relu, reverse
+        self.saved = (w_hh, h0, out)
+        return out
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            raise RuntimeError(_NO_DOUBLE)
+        w_hh, h0, out = self.saved
+        da = B.empty(out.shape, out.dtype)
+        dh = B.zeros(h0.shape, out.dtype)
+        for t in _steps(out.shape[0], not self.reverse):
+            d = da[t]
+            np.add(g[t], dh, out=d)
+            if self.relu:
+                d *= out[t] > 0
+            else:
+                d *= 1 - out[t] * out[t]
+            dh = B.matmul(d, w_hh)
+        flat = B.reshape(da, (-1, da.shape[2]))
+        gw = B.matmul(B.transpose(flat), B.reshape(_prev_states(out, h0, self.reverse), flat.shape))
+        return da, gw, dh
+
+
+class LSTMLayer(Function):
+    """LSTM over a sequence with PyTorch's gate order (i, f, g, o); xp holds both biases.
+    Returns (T + 1, B, H): the T outputs, then the final cell state."""
+
+    def forward(self, xp, w_hh, h0, c0, reverse):
+        t_len, hid = xp.shape[0], h0.shape[1]
+        out = B.empty((t_len + 1, *h0.shape), xp.dtype)
+        gates = B.empty(xp.shape, xp.dtype)  # activated gates, saved for backward
+        cells = B.empty((t_len, *h0.shape), xp.dtype)
+        tanh_c = B.empty((t_len, *h0.shape), xp.dtype)
+        whT = B.transpose(w_hh)
+        h, c = h0, c0
+        for t in _steps(t_len, reverse):
+            z = gates[t]
+            np.matmul(h, whT, out=z)
+            z += xp[t]
+            i, f, gg, o = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:]
+            _sigmoid_(z[:, :2 * hid])
+            np.tanh(gg, out=gg)
+            _sigmoid_(o)
+            cn = cells[t]
+            np.multiply(f, c, out=cn)
+            cn += i * gg
+            np.tanh(cn, out=tanh_c[t])
+            np.multiply(o, tanh_c[t], out=out[t])
+            h, c = out[t], cn
+        out[t_len] = c
+        self.reverse = reverse
+        self.saved = (w_hh, h0, c0, out, gates, cells, tanh_c)
+        return out
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            raise RuntimeError(_NO_DOUBLE)
+        w_hh, h0, c0, out, gates, cells, tanh_c = self.saved
+        t_len, hid = gates.shape[0], h0.shape[1]
+        dz = B.empty(gates.shape, gates.dtype)
+        dh = B.zeros(h0.shape, gates.dtype)
+        dc = B.copy(g[t_len])
+        for t in _steps(t_len, not self.reverse):
+            z = gates[t]
+            i, f, gg, o = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:]
+            tc = tanh_c[t]
+            c_prev = (c0 if t == t_len - 1 else cells[t + 1]) if self.reverse else (c0 if t == 0 else cells[t - 1])
+            dh += g[t]
+            dc += dh * o * (1 - tc * tc)
+            d = dz[t]
+            np.multiply(dh, tc, out=d[:, 3 * hid:])
+            d[:, 3 * hid:] *= o * (1 - o)  # do, through the sigmoid
+            np.multiply(dc, gg, out=d[:, :hid])
+            d[:, :hid] *= i * (1 - i)  # di
+            np.multiply(dc, c_prev, out=d[:, hid:2 * hid])
+            d[:, hid:2 * hid] *= f * (1 - f)  # df
+            np.multiply(dc, i, out=d[:, 2 * hid:3 * hid])
+            d[:, 2 * hid:3 * hid] *= 1 - gg * gg  # dg, through the tanh
+            dc *= f
+            dh = B.matmul(d, w_hh)
+        flat = B.reshape(dz, (-1, dz.shape[2]))
+        prev = _prev_states(out[:t_len], h0, self.reverse)
+        gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
+        return dz, gw, dh, dc
+
+
+class GRULayer(Function):
+    """GRU over a sequence with PyTorch's gate order (r, z, n); xp holds b_ih, and b_hh stays
+    inside (n = tanh(xp_n + r * (h W_hn^T + b_hn))). Returns the (T, B, H) outputs."""
+
+    def forward(self, xp, w_hh, b_hh, h0, reverse):
+        t_len, hid = xp.shape[0], h0.shape[1]
+        out = B.empty((t_len, *h0.shape), xp.dtype)
+        gates = B.empty(xp.shape, xp.dtype)  # activated r, z, n
+        hn = B.empty((t_len, *h0.shape), xp.dtype)  # h W_hn^T + b_hn, saved for backward
+        whT = B.transpose(w_hh)
+        h = h0
+        for t in _steps(t_len, reverse):
+            hp = B.matmul(h, whT)
+            if b_hh is not None:
+                hp += b_hh
+            z = gates[t]
+            np.add(xp[t, :, :2 * hid], hp[:, :2 * hid], out=z[:, :2 * hid])
+            _sigmoid_(z[:, :2 * hid])
+            hn[t] = hp[:, 2 * hid:]
+            n = z[:, 2 * hid:]
+            np.multiply(z[:, :hid], hn[t], out=n)
+            n += xp[t, :, 2 * hid:]
+            np.tanh(n, out=n)
+            o = out[t]
+            np.subtract(h, n, out=o)  # h' = n + u * (h - n)
+            o *= z[:, hid:2 * hid]
+            o += n
+            h = o
+        self.reverse = reverse
+        self.saved = (w_hh, h0, out, gates, hn)
+        return out
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            raise RuntimeError(_NO_DOUBLE)
+        w_hh, h0, out, gates, hn = self.saved
+        t_len, hid = gates.shape[0], h0.shape[1]
+        prev = _prev_states(out, h0, self.reverse)
+        dx = B.empty(gates.shape, gates.dtype)  # gradient of the input projections
+        dhp = B.empty(gates.shape, gates.dtype)  # gradient of h W_hh^T + b_hh
+        dh = B.zeros(h0.shape, gates.dtype)
+        for t in _steps(t_len, not self.reverse):
+            z = gates[t]
+            r, u, n = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:]
+            dh += g[t]
+            dn = dh * (1 - u) * (1 - n * n)  # through the tanh
+            d, dp = dx[t], dhp[t]
+            np.copyto(d[:, 2 * hid:], dn)
+            np.multiply(dn, r, out=dp[:, 2 * hid:])
+            np.multiply(dn, hn[t], out=d[:, :hid])
+            d[:, :hid] *= r * (1 - r)
+            np.multiply(dh, prev[t] - n, out=d[:, hid:2 * hid])
+            d[:, hid:2 * hid] *= u * (1 - u)
+            dp[:, :2 * hid] = d[:, :2 * hid]
+            dh = dh * u + B.matmul(dp, w_hh)
+        flat = B.reshape(dhp, (-1, dhp.shape[2]))
+        gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
+        gb = B.sum(flat, axis=0) if self.needs(2) else None
+        return dx, gw, gb, dh
+
+
 # ---- custom ops --------------------------------------------------------------------------------
 
 class FunctionCtx:
@@ -1059,6 +1260,9 @@ class FunctionCtx:
 
 class _CustomNode(Function):
     """Graph node for a user ``autograd.Function``: calls its backward with Tensors."""
+
+    fn: Any
+    ctx: FunctionCtx
 
     def backward(self, g):
         wrap = not isinstance(g, Tensor)

@@ -21,7 +21,7 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy % (2 ** 63))
+        s = int(np.random.SeedSequence().entropy) % (2 ** 63)  # type: ignore[arg-type]
         self.manual_seed(s)
         return s
 

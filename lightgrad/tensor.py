@@ -6,6 +6,8 @@ them and needs no backward of its own.
 
 from __future__ import annotations
 
+import builtins
+
 import math
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
@@ -20,7 +22,7 @@ from .memory import _current as _arena
 from .memory import reclaimed_error
 from .memory import token as _token
 
-Number = int | float | bool
+Number = int | builtins.float | builtins.bool
 _SCALARS = (int, float, bool, np.generic)
 values_indices = namedtuple("values_indices", ["values", "indices"])
 
@@ -28,14 +30,14 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 class Size(tuple):
     """A shape, as ``torch.Size``: a tuple with ``numel()``."""
 
-    def numel(self) -> int:
+    def numel(self) -> builtins.int:
         return math.prod(self)
 
     def __repr__(self) -> str:
         return f"lightgrad.Size({list(self)})"
 
 
-def _dim(d: int, ndim: int) -> int:
+def _dim(d: builtins.int, ndim: builtins.int) -> builtins.int:
     """A dim in [-ndim, ndim) as a non-negative axis; PyTorch's IndexError otherwise."""
     n = max(ndim, 1)
     if not -n <= d < n:
@@ -43,7 +45,7 @@ def _dim(d: int, ndim: int) -> int:
     return d % n
 
 
-def _dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
+def _dims(dim: builtins.int | Sequence[builtins.int] | None, ndim: builtins.int) -> tuple[builtins.int, ...] | None:
     if dim is None:
         return None
     if isinstance(dim, int | np.integer):
@@ -54,7 +56,7 @@ def _dims(dim: int | Sequence[int] | None, ndim: int) -> tuple[int, ...] | None:
     return out
 
 
-def _shape_arg(shape: tuple[Any, ...]) -> tuple[int, ...]:
+def _shape_arg(shape: tuple[Any, ...]) -> tuple[builtins.int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` like PyTorch."""
     if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray):
         shape = tuple(shape[0])
@@ -72,12 +74,12 @@ class Tensor:
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
-    def __init__(self, data: Any = None, *, dtype: Any = None, requires_grad: bool = False) -> None:
+    def __init__(self, data: Any = None, *, dtype: Any = None, requires_grad: builtins.bool = False) -> None:
         arr = _to_array(data if data is not None else [], dtype)
         self._data = arr
         self.requires_grad = bool(requires_grad)
         self.grad: Tensor | None = None
-        self._grad_fn = None
+        self._grad_fn: Any = None
         self._version = [0, 0]  # [in-place modifications, stamp of the last one]
         self._mem = _token()  # None on the heap; an arena's liveness token inside one
 
@@ -99,7 +101,7 @@ class Tensor:
     def shape(self) -> Size:
         return Size(self._data.shape)
 
-    def size(self, dim: int | None = None) -> Any:
+    def size(self, dim: builtins.int | None = None) -> Any:
         """``x.size()`` is the shape; ``x.size(0)`` one of its sizes."""
         if dim is None:
             return Size(self._data.shape)
@@ -115,45 +117,45 @@ class Tensor:
         return _CPU
 
     @property
-    def is_cuda(self) -> bool:
+    def is_cuda(self) -> builtins.bool:
         return False
 
     @property
-    def ndim(self) -> int:
+    def ndim(self) -> builtins.int:
         return self._data.ndim
 
-    def dim(self) -> int:
+    def dim(self) -> builtins.int:
         return self._data.ndim
 
     ndimension = dim
 
-    def numel(self) -> int:
+    def numel(self) -> builtins.int:
         return self._data.size
 
     nelement = numel
 
-    def element_size(self) -> int:
+    def element_size(self) -> builtins.int:
         return self._data.itemsize
 
     @property
-    def itemsize(self) -> int:
+    def itemsize(self) -> builtins.int:
         return self._data.itemsize
 
     @property
-    def nbytes(self) -> int:
+    def nbytes(self) -> builtins.int:
         return self._data.nbytes
 
-    def is_floating_point(self) -> bool:
+    def is_floating_point(self) -> builtins.bool:
         return self._data.dtype.kind == "f"
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self) -> builtins.bool:
         return bool(self._data.flags.c_contiguous)
 
-    def stride(self, dim: int | None = None) -> Any:
+    def stride(self, dim: builtins.int | None = None) -> Any:
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[_dim(dim, self.ndim)]
 
-    def data_ptr(self) -> int:
+    def data_ptr(self) -> builtins.int:
         return int(self._data.__array_interface__["data"][0])
 
     @property
@@ -161,7 +163,7 @@ class Tensor:
         return self._grad_fn
 
     @property
-    def is_leaf(self) -> bool:
+    def is_leaf(self) -> builtins.bool:
         return self._grad_fn is None
 
     @property
@@ -190,7 +192,7 @@ class Tensor:
         return self.mT
 
     @property
-    def is_sparse(self) -> bool:
+    def is_sparse(self) -> builtins.bool:
         return False
 
     @property
@@ -198,7 +200,7 @@ class Tensor:
         return "torch.strided"
 
     @property
-    def _version_count(self) -> int:
+    def _version_count(self) -> builtins.int:
         return self._version[0]
 
     # ---- conversion ----------------------------------------------------------------------------
@@ -219,7 +221,7 @@ class Tensor:
     def tolist(self) -> Any:
         return self._live().tolist()
 
-    def numpy(self, *, force: bool = False) -> np.ndarray:
+    def numpy(self, *, force: builtins.bool = False) -> np.ndarray:
         """The underlying array (shared memory); refuses when grad is required, like PyTorch."""
         self._live()
         if self.requires_grad and not force:
@@ -227,7 +229,7 @@ class Tensor:
                                "Use tensor.detach().numpy() instead.")
         return self._data if not force else self._data.copy()
 
-    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> np.ndarray:
         a = self._live()
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
@@ -244,7 +246,7 @@ class Tensor:
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         return self._data.__dlpack__(*args, **kwargs)
 
-    def __dlpack_device__(self) -> tuple[int, int]:
+    def __dlpack_device__(self) -> tuple[builtins.int, int]:
         return self._data.__dlpack_device__()
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
@@ -319,7 +321,7 @@ class Tensor:
         self.requires_grad = False
         return self
 
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+    def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
         if not requires_grad and self._grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
@@ -338,11 +340,11 @@ class Tensor:
         self._grad_fn.retained = self
 
     @property
-    def retains_grad(self) -> bool:
+    def retains_grad(self) -> builtins.bool:
         return self._grad_fn is not None and self._grad_fn.retained is self
 
-    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
-                 create_graph: bool = False, inputs: Any = None) -> None:
+    def backward(self, gradient: Any = None, retain_graph: builtins.bool | None = None,
+                 create_graph: builtins.bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
         run_backward([self], [gradient], retain_graph=create_graph if retain_graph is None else retain_graph,
                      create_graph=create_graph, accumulate_only=inputs)
@@ -358,7 +360,7 @@ class Tensor:
             return f"<tensor reclaimed by reset() of arena '{m[1].name}'>"
         return tensor_repr(self)
 
-    def __len__(self) -> int:
+    def __len__(self) -> builtins.int:
         if not self._data.ndim:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
@@ -368,18 +370,18 @@ class Tensor:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
-    def __bool__(self) -> bool:
+    def __bool__(self) -> builtins.bool:
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
-    def __float__(self) -> float:
+    def __float__(self) -> builtins.float:
         return float(self.item())
 
-    def __int__(self) -> int:
+    def __int__(self) -> builtins.int:
         return int(self.item())
 
-    def __index__(self) -> int:
+    def __index__(self) -> builtins.int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
@@ -397,7 +399,7 @@ class Tensor:
     def __reduce_ex__(self, proto: Any) -> Any:
         return (_rebuild, (self._data, self.requires_grad))
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+    def __deepcopy__(self, memo: dict[builtins.int, Any]) -> Tensor:
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
                                "the deepcopy protocol at the moment.")
@@ -624,7 +626,7 @@ class Tensor:
     def ceil(self) -> Tensor:
         return Tensor._make(B.ceil(self._data))
 
-    def round(self, decimals: int = 0) -> Tensor:
+    def round(self, decimals: builtins.int = 0) -> Tensor:
         if decimals:
             s = 10.0 ** decimals
             return Tensor._make(B.divide(B.round_(B.multiply(self._data, s)), s).astype(self._data.dtype))
@@ -722,17 +724,17 @@ class Tensor:
 
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
-    def equal(self, o: Tensor) -> bool:
+    def equal(self, o: Tensor) -> builtins.bool:
         return self.shape == o.shape and bool(np.array_equal(self._data, o._data))
 
-    def allclose(self, o: Tensor, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> bool:
+    def allclose(self, o: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
         return bool(np.allclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isclose(self, o: Any, rtol: float = 1e-5, atol: float = 1e-8, equal_nan: bool = False) -> Tensor:
+    def isclose(self, o: Any, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> Tensor:
         return Tensor._make(np.isclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     # ---- reductions ----------------------------------------------------------------------------
-    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Sum over ``dim`` (int, tuple or None for all); integers and bools sum as int64."""
         x = self
         if dtype is not None:
@@ -741,7 +743,7 @@ class Tensor:
             x = x.to(D.int64)
         return F.Sum.apply(x, axes=_dims(dim, x.ndim), keepdim=keepdim)
 
-    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self
         if x._data.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
@@ -750,8 +752,8 @@ class Tensor:
         n = x.numel() if axes is None else math.prod(x.shape[a] for a in axes)
         return x.sum(dim, keepdim) / n if n else x.sum(dim, keepdim) * float("nan")
 
-    def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: float | None = None) -> Tensor:
+    def var(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+            correction: builtins.float | None = None) -> Tensor:
         """Variance with Bessel's ``correction`` (default 1), as ``torch.var``."""
         if isinstance(dim, bool):  # legacy torch.var(x, unbiased)
             dim, unbiased = None, dim
@@ -761,25 +763,25 @@ class Tensor:
         d = self - self.mean(dim, keepdim=True).detach() if False else self - self.mean(dim, keepdim=True)
         return (d * d).sum(dim, keepdim) / max(n - c, 0)
 
-    def std(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
-            correction: float | None = None) -> Tensor:
+    def std(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+            correction: builtins.float | None = None) -> Tensor:
         return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
 
-    def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         return F.Prod.apply(x, axes=_dims(dim, x.ndim), keepdim=keepdim)
 
-    def amax(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, axes, "amax")
         return F.Amax.apply(self, axes=axes, keepdim=keepdim)
 
-    def amin(self, dim: Any = (), keepdim: bool = False) -> Tensor:
+    def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, axes, "amin")
         return F.Amin.apply(self, axes=axes, keepdim=keepdim)
 
-    def max(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """``x.max()`` the largest value; ``x.max(dim)`` (values, indices); ``x.max(other)``."""
         if isinstance(dim, Tensor):
             return self.maximum(dim)
@@ -787,14 +789,14 @@ class Tensor:
             return self.amax()
         return self._extreme_dim(dim, keepdim, B.argmax)
 
-    def min(self, dim: Any = None, keepdim: bool = False) -> Any:
+    def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         if dim is None:
             return self.amin()
         return self._extreme_dim(dim, keepdim, B.argmin)
 
-    def _extreme_dim(self, dim: int, keepdim: bool, arg: Any) -> Any:
+    def _extreme_dim(self, dim: builtins.int, keepdim: builtins.bool, arg: Any) -> Any:
         d = _dim(dim, self.ndim)
         x = self if self.ndim else self.reshape(1)
         _check_nonempty(x, (d,), "max")
@@ -805,30 +807,30 @@ class Tensor:
             vals, ind = vals.reshape(()), ind.reshape(())
         return values_indices(vals, ind)
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         if dim is None:
             return Tensor._make(np.asarray(B.argmax(self._data), np.int64))
         d = _dim(dim, self.ndim)
         return Tensor._make(B.argmax(self._data, axis=d, keepdims=keepdim))
 
-    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         if dim is None:
             return Tensor._make(np.asarray(B.argmin(self._data), np.int64))
         d = _dim(dim, self.ndim)
         return Tensor._make(B.argmin(self._data, axis=d, keepdims=keepdim))
 
-    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+    def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) computed stably: the max is taken out first (and has no gradient)."""
         m = self.detach().amax(dim, keepdim=True)
         m = m.masked_fill(m.isinf(), 0)
         out = (self - m).exp().sum(dim, keepdim=True).log() + m
         return out if keepdim else out.squeeze(_dims(dim, self.ndim))
 
-    def cumsum(self, dim: int, *, dtype: Any = None) -> Tensor:
+    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         return F.Cumsum.apply(x, dim=_dim(dim, x.ndim))
 
-    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
         x = _floating(self)
         if p in ("fro", 2, 2.0):
@@ -845,20 +847,20 @@ class Tensor:
             return (x != 0).to(x.dtype).sum(dim, keepdim)
         return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
 
-    def all(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return Tensor._make(np.all(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
-    def any(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return Tensor._make(np.any(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
     def count_nonzero(self, dim: Any = None) -> Tensor:
         return Tensor._make(np.asarray(np.count_nonzero(self._data, axis=_dims(dim, self.ndim)), np.int64))
 
-    def softmax(self, dim: int, dtype: Any = None) -> Tensor:
+    def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         x = _floating(self.to(dtype) if dtype is not None else self)
         return F.Softmax.apply(x, dim=_dim(dim, x.ndim))
 
-    def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
+    def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         x = _floating(self.to(dtype) if dtype is not None else self)
         return F.LogSoftmax.apply(x, dim=_dim(dim, x.ndim))
 
@@ -883,7 +885,7 @@ class Tensor:
 
     reshape_as = view_as
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         if not self.ndim:
             return self.reshape(1)
         s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
@@ -892,7 +894,7 @@ class Tensor:
         sh = self.shape
         return self.reshape(sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:])
 
-    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+    def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
         d = _dim(dim, self.ndim)
         sizes = list(sizes)
         if -1 in sizes:
@@ -909,7 +911,7 @@ class Tensor:
         axes = _dims(dim, self.ndim) or ()
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1)))
 
-    def unsqueeze(self, dim: int) -> Tensor:
+    def unsqueeze(self, dim: builtins.int) -> Tensor:
         d = _dim(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
@@ -923,7 +925,7 @@ class Tensor:
             return self
         return F.Permute.apply(self, order=order)
 
-    def transpose(self, dim0: int, dim1: int) -> Tensor:
+    def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         if not self.ndim:
             return self
         order = list(range(self.ndim))
@@ -938,7 +940,7 @@ class Tensor:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.T
 
-    def movedim(self, source: int, destination: int) -> Tensor:
+    def movedim(self, source: builtins.int, destination: builtins.int) -> Tensor:
         order = list(range(self.ndim))
         s = _dim(source, self.ndim)
         order.pop(s)
@@ -967,7 +969,7 @@ class Tensor:
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(other.shape)
 
-    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+    def broadcast_to(self, shape: Sequence[builtins.int]) -> Tensor:
         return self.expand(tuple(shape))
 
     def repeat(self, *sizes: Any) -> Tensor:
@@ -981,13 +983,13 @@ class Tensor:
         tiled = tuple(v for r, s in zip(reps, x.shape) for v in (r, s))
         return x.reshape(inter).expand(tiled).reshape(tuple(r * s for r, s in zip(reps, x.shape)))
 
-    def repeat_interleave(self, repeats: int, dim: int | None = None) -> Tensor:
+    def repeat_interleave(self, repeats: builtins.int, dim: builtins.int | None = None) -> Tensor:
         x = self.flatten() if dim is None else self
         d = 0 if dim is None else _dim(dim, x.ndim)
         idx = np.repeat(np.arange(x.shape[d]), repeats)
         return x.index_select(d, Tensor._make(idx))
 
-    def split(self, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         d = _dim(dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size, int):
@@ -1003,20 +1005,20 @@ class Tensor:
             start += s
         return tuple(out)
 
-    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         n = self.shape[_dim(dim, self.ndim)]
         return self.split(max(-(-n // chunks), 1), dim)
 
-    def tensor_split(self, sections: int, dim: int = 0) -> tuple[Tensor, ...]:
+    def tensor_split(self, sections: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         n = self.shape[_dim(dim, self.ndim)]
         q, r = divmod(n, sections)
         return self.split([q + 1] * r + [q] * (sections - r), dim)
 
-    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+    def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         d = _dim(dim, self.ndim)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
-    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         d = _dim(dim, self.ndim)
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
@@ -1037,23 +1039,23 @@ class Tensor:
         sh = tuple(shifts) if isinstance(shifts, Sequence) else (shifts,)
         return F.Roll.apply(self, shifts=sh, dims=axes)
 
-    def tril(self, diagonal: int = 0) -> Tensor:
+    def tril(self, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
         keep = np.tri(n, m, diagonal, dtype=bool)
         return where(Tensor._make(keep), self, 0)
 
-    def triu(self, diagonal: int = 0) -> Tensor:
+    def triu(self, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
         keep = ~np.tri(n, m, diagonal - 1, dtype=bool)
         return where(Tensor._make(keep), self, 0)
 
-    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         x = self.movedim(dim1, -2).movedim(dim2 if dim2 > dim1 else dim2 + 1, -1) if (dim1, dim2) != (-2, -1) else self
         n, m = x.shape[-2:]
         i = np.arange(max(0, -offset), min(n, m - offset))
         return x[..., i, i + offset]
 
-    def diag(self, diagonal: int = 0) -> Tensor:
+    def diag(self, diagonal: builtins.int = 0) -> Tensor:
         if self.ndim == 2:
             return self.diagonal(diagonal)
         n = self.shape[0] + abs(diagonal)
@@ -1076,12 +1078,12 @@ class Tensor:
         idx, advanced = _index(self, index)
         self._assign(F.IndexPut, value, index=idx, accumulate=False)
 
-    def index_put(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         idx, _ = _index(self, tuple(indices))
         v = _as_tensor(values, self)
         return F.IndexPut.apply(self, v.to(self.dtype), index=idx, accumulate=accumulate)
 
-    def index_put_(self, indices: Any, values: Any, accumulate: bool = False) -> Tensor:
+    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         idx, _ = _index(self, tuple(indices))
         self._assign(F.IndexPut, values, index=idx, accumulate=accumulate)
         return self
@@ -1099,7 +1101,7 @@ class Tensor:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         self._inplace(lambda s: op.apply(s, v, **kw), v)
 
-    def gather(self, dim: int, index: Tensor) -> Tensor:
+    def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
         """``out[i][j] = x[i][index[i][j]]`` along ``dim`` (index has x's number of dims)."""
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "gather")
@@ -1109,7 +1111,7 @@ class Tensor:
         x = self[tuple(slice(0, n) if i != d else slice(None) for i, n in enumerate(ix.shape))]
         return F.Gather.apply(x, dim=d, index=ix)
 
-    def take_along_dim(self, indices: Tensor, dim: int | None = None) -> Tensor:
+    def take_along_dim(self, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
         if dim is None:
             return self.flatten().gather(0, _as_tensor(indices).flatten())
         d = _dim(dim, self.ndim)
@@ -1121,24 +1123,24 @@ class Tensor:
         shape[d] = ix.shape[d]
         return self.expand(xs).gather(d, Tensor._make(np.broadcast_to(ix, shape)))
 
-    def scatter(self, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+    def scatter(self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
                 reduce: str | None = None) -> Tensor:
         """A copy with ``src`` values written at ``index`` along ``dim``."""
         s = src if src is not None else value
         add = reduce == "add"
         return self._scatter(dim, index, s, add)
 
-    def scatter_add(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
         return self._scatter(dim, index, src, True)
 
-    def _scatter(self, dim: int, index: Tensor, src: Any, add: bool) -> Tensor:
+    def _scatter(self, dim: builtins.int, index: Tensor, src: Any, add: builtins.bool) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "scatter")
         _check_bounds(ix, self.shape[d], d)
         s = src if isinstance(src, Tensor) else Tensor._make(np.asarray(src, self._data.dtype))
         return F.Scatter.apply(self, s.to(self.dtype), dim=d, index=ix, add=add)
 
-    def index_select(self, dim: int, index: Tensor) -> Tensor:
+    def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "index_select")
         if ix.ndim > 1:
@@ -1150,7 +1152,7 @@ class Tensor:
         m = _as_tensor(mask)
         return self.expand(np.broadcast_shapes(self.shape, m.shape))[m.expand(np.broadcast_shapes(self.shape, m.shape))]
 
-    def nonzero(self, *, as_tuple: bool = False) -> Any:
+    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
         nz = np.nonzero(self._data)
         if as_tuple:
             return tuple(Tensor._make(i) for i in nz)
@@ -1298,11 +1300,11 @@ class Tensor:
     def lerp_(self, end: Any, weight: Any) -> Tensor:
         return self._inplace(lambda s: s.lerp(end, weight), end, weight)
 
-    def scatter_(self, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+    def scatter_(self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
                  reduce: str | None = None) -> Tensor:
         return self._inplace(lambda s: s.scatter(dim, index, src, value=value, reduce=reduce), src)
 
-    def scatter_add_(self, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
         return self._inplace(lambda s: s.scatter_add(dim, index, src), src)
 
     def zero_(self) -> Tensor:
@@ -1316,7 +1318,7 @@ class Tensor:
         _bump(self)
         return self
 
-    def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
+    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Tensor:
         """Copy ``src`` (broadcast, cast to self's dtype) into self's storage."""
         s = _as_tensor(src, self)
         try:
@@ -1333,34 +1335,34 @@ class Tensor:
         if self.requires_grad and self._grad_fn is None and _enabled.get():
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+    def uniform_(self, a: builtins.float = 0.0, b: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).uniform(a, b, self.shape)
         _bump(self)
         return self
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
+    def normal_(self, mean: builtins.float = 0.0, std: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).normal(mean, std, self.shape)
         _bump(self)
         return self
 
-    def bernoulli_(self, p: float = 0.5, *, generator: Any = None) -> Tensor:
+    def bernoulli_(self, p: builtins.float = 0.5, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._check_leaf_inplace()
         self._data[...] = _gen(generator).random(self.shape) < p
         _bump(self)
         return self
 
-    def exponential_(self, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+    def exponential_(self, lambd: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._data[...] = _gen(generator).exponential(1.0 / lambd, self.shape)
         _bump(self)
         return self
 
-    def random_(self, low: int = 0, high: int | None = None, *, generator: Any = None) -> Tensor:
+    def random_(self, low: builtins.int = 0, high: builtins.int | None = None, *, generator: Any = None) -> Tensor:
         from .random import _gen
         if high is None:
             low, high = 0, low if low else 2 ** 24
@@ -1384,20 +1386,20 @@ class Tensor:
         return self.pow_(o)
 
     # ---- creation helpers as methods -----------------------------------------------------------
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> Tensor:
+                 requires_grad: builtins.bool = False) -> Tensor:
         return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
     def type_as(self, other: Tensor) -> Tensor:
@@ -1425,7 +1427,7 @@ def _bump(t: Tensor) -> None:
     v[1] = _STAMP[0]
 
 
-def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+def _rebuild(data: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     t = Tensor._make(data)
     t.requires_grad = requires_grad
     return t
@@ -1520,7 +1522,7 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
     return _promote(s, t) if swap else _promote(t, s)
 
 
-def _binary(fn: Any, a: Any, b: Any, floating: bool = False) -> Tensor:
+def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
     a, b = _promote(a, b)
     if floating:
         if isinstance(a, Tensor) and a._data.dtype.kind != "f":
@@ -1532,7 +1534,7 @@ def _binary(fn: Any, a: Any, b: Any, floating: bool = False) -> Tensor:
     return fn.apply(a, b)
 
 
-def _check_broadcast(s1: tuple[int, ...], s2: tuple[int, ...]) -> None:
+def _check_broadcast(s1: tuple[builtins.int, ...], s2: tuple[builtins.int, ...]) -> None:
     n = max(len(s1), len(s2))
     p1, p2 = (1,) * (n - len(s1)) + s1, (1,) * (n - len(s2)) + s2
     for i, (x, y) in enumerate(zip(p1, p2)):
@@ -1547,7 +1549,7 @@ def _clamp_bound(x: Tensor, v: Any) -> Any:
     return np.asarray(v, x._data.dtype) if x._data.dtype.kind == "f" else v
 
 
-def _check_nonempty(x: Tensor, axes: tuple[int, ...] | None, name: str) -> None:
+def _check_nonempty(x: Tensor, axes: tuple[builtins.int, ...] | None, name: str) -> None:
     if x.numel() == 0 and (axes is None or any(x.shape[a] == 0 for a in axes)):
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                          "Specify the reduction dim with the 'dim' argument.")
@@ -1560,7 +1562,7 @@ def _int_index(index: Any, op: str) -> np.ndarray:
     return ix.astype(np.int64, copy=False)
 
 
-def _check_bounds(ix: np.ndarray, n: int, d: int) -> None:
+def _check_bounds(ix: np.ndarray, n: builtins.int, d: builtins.int) -> None:
     if ix.size and (ix.max() >= n or ix.min() < -n):
         bad = int(ix.max() if ix.max() >= n else ix.min())
         raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
@@ -1621,15 +1623,15 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _as_tensor(a)
     a, b = _promote(a, b)
-    shapes = [c.shape] + [t.shape for t in (a, b) if isinstance(t, Tensor)]
+    shapes = [tuple(c.shape)] + [tuple(t.shape) for t in (a, b) if isinstance(t, Tensor)]
     s = shapes[0]
     for sh in shapes[1:]:
         _check_broadcast(s, sh)
-        s = np.broadcast_shapes(s, sh)
+        s = tuple(np.broadcast_shapes(s, sh))
     return F.Where.apply(c, a, b)
 
 
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Concatenate along an existing dim: ``cat([a, b], dim=1)``."""
     ts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
     if not ts:
@@ -1653,7 +1655,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 concat = concatenate = cat
 
 
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     """Join along a new dim: ``stack([a, b])`` has shape (2, *a.shape)."""
     ts = list(tensors)
     if not ts:
@@ -1705,15 +1707,15 @@ def _check_device(device: Any) -> None:
         _device(device)
 
 
-def _new(arr: np.ndarray, requires_grad: bool) -> Tensor:
+def _new(arr: np.ndarray, requires_grad: builtins.bool) -> Tensor:
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
     return t
 
 
-def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-           pin_memory: bool = False) -> Tensor:
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+           pin_memory: builtins.bool = False) -> Tensor:
     """A new tensor copying ``data``: ``tensor([[1., 2.], [3., 4.]])``."""
     _check_device(device)
     return _new(_to_array(data, dtype), requires_grad)
@@ -1746,7 +1748,7 @@ def from_dlpack(ext: Any) -> Tensor:
     return from_numpy(np.from_dlpack(ext))
 
 
-def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: bool, device: Any) -> Tensor:
+def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: builtins.bool, device: Any) -> Tensor:
     _check_device(device)
     shape = _shape_arg(size)
     if dtype is None:
@@ -1757,47 +1759,47 @@ def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: bool, de
     return _new(arr, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None) -> Tensor:
     """``zeros(2, 3)``: a float32 tensor of zeros."""
     return _fill(size, 0.0, dtype, requires_grad, device)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, out: Any = None) -> Tensor:
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None) -> Tensor:
     return _fill(size, 1.0, dtype, requires_grad, device)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kw: Any) -> Tensor:
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
     return _fill(size, None, dtype, requires_grad, device)
 
 
-def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """``full((2, 2), 7)`` is an int64 tensor of sevens (dtype follows the value)."""
     return _fill((size,) if isinstance(size, int) else tuple(size), _scalar_of(fill_value), dtype, requires_grad, device)
 
 
-def _like(x: Tensor, value: Any, dtype: Any, requires_grad: bool) -> Tensor:
+def _like(x: Tensor, value: Any, dtype: Any, requires_grad: builtins.bool) -> Tensor:
     return _fill(x.shape, value, dtype or x.dtype, requires_grad, None)
 
 
-def zeros_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kw: Any) -> Tensor:
+def zeros_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
     return _like(x, 0, dtype, requires_grad)
 
 
-def ones_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kw: Any) -> Tensor:
+def ones_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
     return _like(x, 1, dtype, requires_grad)
 
 
-def empty_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False, **kw: Any) -> Tensor:
+def empty_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
     return _like(x, None, dtype, requires_grad)
 
 
 def full_like(x: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
-              requires_grad: bool = False, **kw: Any) -> Tensor:
+              requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
     return _like(x, fill_value, dtype, requires_grad)
 
 
 def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype: Any = None,
-           device: Any = None, requires_grad: bool = False) -> Tensor:
+           device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """``arange(5)`` is int64 0..4; a float bound or step gives the default float dtype."""
     _check_device(device)
     if end is None:
@@ -1812,21 +1814,21 @@ def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype:
     return _new(B.arange(start, end, step, dtype=np.float64 if dt.is_floating_point else None).astype(dt.np), requires_grad)
 
 
-def linspace(start: float, end: float, steps: int, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+def linspace(start: builtins.float, end: builtins.float, steps: builtins.int, *, dtype: Any = None, device: Any = None,
+             requires_grad: builtins.bool = False) -> Tensor:
     _check_device(device)
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(B.linspace(_scalar_of(start), _scalar_of(end), steps).astype(dt.np), requires_grad)
 
 
-def logspace(start: float, end: float, steps: int, base: float = 10.0, *, dtype: Any = None,
-             device: Any = None, requires_grad: bool = False) -> Tensor:
+def logspace(start: builtins.float, end: builtins.float, steps: builtins.int, base: builtins.float = 10.0, *, dtype: Any = None,
+             device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(np.logspace(start, end, steps, base=base).astype(dt.np), requires_grad)
 
 
-def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
+def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: builtins.bool = False) -> Tensor:
     _check_device(device)
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(B.eye(n, m, dtype=dt.np), requires_grad)
