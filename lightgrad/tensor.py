@@ -1446,7 +1446,10 @@ def _to_array(data: Any, dtype: Any) -> np.ndarray:
         if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor) for d in _flat(data)):
             data = _nested_tolist(data)
         arr = np.array(data)
-        if dt is None:
+        # NumPy scalars keep their dtype, as in PyTorch; Python numbers take PyTorch's defaults
+        numpy_scalars = isinstance(data, np.generic) or (
+            isinstance(data, list | tuple) and data and all(isinstance(d, np.generic) for d in _flat(data)))
+        if dt is None and not numpy_scalars:
             if arr.dtype.kind == "f":
                 dt = D.get_default_dtype().np
             elif arr.dtype.kind in "iu":
@@ -1665,6 +1668,8 @@ def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(ts[0].shape)} at "
                                f"entry 0 and {list(t.shape)} at entry {i}")
     d = _dim(dim, ts[0].ndim + 1)
+    if not (_enabled.get() and any(t.requires_grad for t in ts)) and len({t._data.dtype for t in ts}) == 1:
+        return Tensor._make(B.stack([t._data for t in ts], d))  # no graph: one NumPy call
     return cat([t.unsqueeze(d) for t in ts], d)
 
 

@@ -1,0 +1,21 @@
+"""Datasets, samplers and the DataLoader, as ``torch.utils.data``.
+
+>>> from lightgrad.utils.data import DataLoader, TensorDataset
+>>> loader = DataLoader(TensorDataset(lightgrad.arange(10.0)), batch_size=4, shuffle=True)
+"""
+
+from ._utils.collate import default_collate, default_convert
+from ._utils.worker import WorkerInfo, get_worker_info
+from .dataloader import DataLoader, _DatasetKind
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
+                      random_split)
+from .distributed import DistributedSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
+                      WeightedRandomSampler)
+
+__all__ = [
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler",
+    "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate",
+    "default_convert", "get_worker_info", "random_split",
+]
