@@ -18,7 +18,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/python examples/digits_cnn.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check lightgrad tests benchmarks examples

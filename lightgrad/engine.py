@@ -183,7 +183,7 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
             # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
             # gradient home there, reused by every backward: steps then allocate nothing for it
             buf = t._grad_buf = empty_like_home(t._mem, t._data.shape, t._data.dtype)
-        if buf is not None and buf.shape == g.shape:
+        if buf is not None and buf.shape == g.shape and buf.dtype == g.dtype:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
             B.copyto(buf, g)
             t.grad = Tensor._make(buf)

@@ -650,7 +650,7 @@ class Gather(Function):
 
 def _zeros(g: Any, shape: tuple[int, ...]) -> Any:
     """Zeros of ``shape`` in g's dtype: an array, or a Tensor when g is one (create_graph)."""
-    if isinstance(g, np.ndarray):
+    if isinstance(g, np.ndarray | np.generic):  # NumPy returns scalars for 0-d results
         return B.zeros(shape, g.dtype)
     return Tensor._make(np.zeros(shape, g.dtype.np))
 
@@ -1085,7 +1085,7 @@ class RNNLayer(Function):
     def forward(self, xp, w_hh, h0, relu, reverse):
         t_len = xp.shape[0]
         out = B.empty((t_len, *h0.shape), xp.dtype)
-        whT = B.transpose(w_hh)
+        whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM per step
         h = h0
         for t in _steps(t_len, reverse):
             a = out[t]
@@ -1125,20 +1125,26 @@ class LSTMLayer(Function):
 
     def forward(self, xp, w_hh, h0, c0, reverse):
         t_len, hid = xp.shape[0], h0.shape[1]
+        # sigmoid(x) = (1 + tanh(x/2)) / 2: halving the i, f, o rows of the projections up front
+        # (exact: a power of two) lets one tanh per step activate all four gates
+        half = np.ones(4 * hid, xp.dtype)
+        half[:2 * hid] = half[3 * hid:] = 0.5
+        xs = B.multiply(xp, half)
+        whT = B.copy(B.transpose(B.multiply(w_hh, half[:, None])))  # contiguous: a faster GEMM
         out = B.empty((t_len + 1, *h0.shape), xp.dtype)
         gates = B.empty(xp.shape, xp.dtype)  # activated gates, saved for backward
         cells = B.empty((t_len, *h0.shape), xp.dtype)
         tanh_c = B.empty((t_len, *h0.shape), xp.dtype)
-        whT = B.transpose(w_hh)
         h, c = h0, c0
         for t in _steps(t_len, reverse):
             z = gates[t]
             np.matmul(h, whT, out=z)
-            z += xp[t]
+            z += xs[t]
+            np.tanh(z, out=z)
+            for sig in (z[:, :2 * hid], z[:, 3 * hid:]):
+                sig *= 0.5
+                sig += 0.5
             i, f, gg, o = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:]
-            _sigmoid_(z[:, :2 * hid])
-            np.tanh(gg, out=gg)
-            _sigmoid_(o)
             cn = cells[t]
             np.multiply(f, c, out=cn)
             cn += i * gg
@@ -1155,31 +1161,30 @@ class LSTMLayer(Function):
             raise RuntimeError(_NO_DOUBLE)
         w_hh, h0, c0, out, gates, cells, tanh_c = self.saved
         t_len, hid = gates.shape[0], h0.shape[1]
-        dz = B.empty(gates.shape, gates.dtype)
+        g4 = B.reshape(gates, (*gates.shape[:2], 4, hid))
+        i, f, gg, o = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
+        # everything that does not depend on the recurrence, for all steps at once: the step
+        # loop is then only dh -> dc -> gate gradients -> dh through W_hh
+        to_c = B.multiply(o, B.subtract(1, B.multiply(tanh_c, tanh_c)))  # d c_t / d h_t
+        coef = B.empty(g4.shape, gates.dtype)  # gate-gradient factors of dc (i, f, g) and dh (o)
+        np.multiply(gg, B.multiply(i, B.subtract(1, i)), out=coef[:, :, 0])
+        np.multiply(_prev_states(cells, c0, self.reverse), B.multiply(f, B.subtract(1, f)), out=coef[:, :, 1])
+        np.multiply(i, B.subtract(1, B.multiply(gg, gg)), out=coef[:, :, 2])
+        np.multiply(tanh_c, B.multiply(o, B.subtract(1, o)), out=coef[:, :, 3])
+        dz = B.empty(g4.shape, gates.dtype)
         dh = B.zeros(h0.shape, gates.dtype)
         dc = B.copy(g[t_len])
         for t in _steps(t_len, not self.reverse):
-            z = gates[t]
-            i, f, gg, o = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:]
-            tc = tanh_c[t]
-            c_prev = (c0 if t == t_len - 1 else cells[t + 1]) if self.reverse else (c0 if t == 0 else cells[t - 1])
             dh += g[t]
-            dc += dh * o * (1 - tc * tc)
-            d = dz[t]
-            np.multiply(dh, tc, out=d[:, 3 * hid:])
-            d[:, 3 * hid:] *= o * (1 - o)  # do, through the sigmoid
-            np.multiply(dc, gg, out=d[:, :hid])
-            d[:, :hid] *= i * (1 - i)  # di
-            np.multiply(dc, c_prev, out=d[:, hid:2 * hid])
-            d[:, hid:2 * hid] *= f * (1 - f)  # df
-            np.multiply(dc, i, out=d[:, 2 * hid:3 * hid])
-            d[:, 2 * hid:3 * hid] *= 1 - gg * gg  # dg, through the tanh
-            dc *= f
-            dh = B.matmul(d, w_hh)
-        flat = B.reshape(dz, (-1, dz.shape[2]))
+            dc += dh * to_c[t]
+            np.multiply(dc[:, None, :], coef[t, :, :3], out=dz[t, :, :3])
+            np.multiply(dh, coef[t, :, 3], out=dz[t, :, 3])
+            dc *= f[t]
+            dh = B.matmul(B.reshape(dz[t], (-1, 4 * hid)), w_hh)
+        flat = B.reshape(dz, (-1, 4 * hid))
         prev = _prev_states(out[:t_len], h0, self.reverse)
         gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
-        return dz, gw, dh, dc
+        return B.reshape(dz, gates.shape), gw, dh, dc
 
 
 class GRULayer(Function):
@@ -1191,7 +1196,7 @@ class GRULayer(Function):
         out = B.empty((t_len, *h0.shape), xp.dtype)
         gates = B.empty(xp.shape, xp.dtype)  # activated r, z, n
         hn = B.empty((t_len, *h0.shape), xp.dtype)  # h W_hn^T + b_hn, saved for backward
-        whT = B.transpose(w_hh)
+        whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM per step
         h = h0
         for t in _steps(t_len, reverse):
             hp = B.matmul(h, whT)
@@ -1220,27 +1225,114 @@ class GRULayer(Function):
         w_hh, h0, out, gates, hn = self.saved
         t_len, hid = gates.shape[0], h0.shape[1]
         prev = _prev_states(out, h0, self.reverse)
-        dx = B.empty(gates.shape, gates.dtype)  # gradient of the input projections
-        dhp = B.empty(gates.shape, gates.dtype)  # gradient of h W_hh^T + b_hh
+        g3 = B.reshape(gates, (*gates.shape[:2], 3, hid))
+        r, u, n = g3[:, :, 0], g3[:, :, 1], g3[:, :, 2]
+        # the factors that do not depend on the recurrence, for all steps at once
+        to_n = B.multiply(B.subtract(1, u), B.subtract(1, B.multiply(n, n)))  # dh -> n's input
+        to_r = B.multiply(hn, B.multiply(r, B.subtract(1, r)))  # n's input -> r's input
+        to_u = B.multiply(B.subtract(prev, n), B.multiply(u, B.subtract(1, u)))  # dh -> u's input
+        dx = B.empty(g3.shape, gates.dtype)  # gradient of the input projections
+        dhp = B.empty(g3.shape, gates.dtype)  # gradient of h W_hh^T + b_hh
         dh = B.zeros(h0.shape, gates.dtype)
         for t in _steps(t_len, not self.reverse):
-            z = gates[t]
-            r, u, n = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:]
             dh += g[t]
-            dn = dh * (1 - u) * (1 - n * n)  # through the tanh
-            d, dp = dx[t], dhp[t]
-            np.copyto(d[:, 2 * hid:], dn)
-            np.multiply(dn, r, out=dp[:, 2 * hid:])
-            np.multiply(dn, hn[t], out=d[:, :hid])
-            d[:, :hid] *= r * (1 - r)
-            np.multiply(dh, prev[t] - n, out=d[:, hid:2 * hid])
-            d[:, hid:2 * hid] *= u * (1 - u)
-            dp[:, :2 * hid] = d[:, :2 * hid]
-            dh = dh * u + B.matmul(dp, w_hh)
-        flat = B.reshape(dhp, (-1, dhp.shape[2]))
+            dn = dx[t, :, 2]
+            np.multiply(dh, to_n[t], out=dn)
+            np.multiply(dn, r[t], out=dhp[t, :, 2])
+            np.multiply(dn, to_r[t], out=dhp[t, :, 0])
+            np.multiply(dh, to_u[t], out=dhp[t, :, 1])
+            dh *= u[t]
+            dh += B.matmul(B.reshape(dhp[t], (-1, 3 * hid)), w_hh)
+        dx[:, :, :2] = dhp[:, :, :2]
+        flat = B.reshape(dhp, (-1, 3 * hid))
         gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
         gb = B.sum(flat, axis=0) if self.needs(2) else None
-        return dx, gw, gb, dh
+        return B.reshape(dx, gates.shape), gw, gb, dh
+
+
+# ---- layers, losses and normalization ----------------------------------------------------------
+
+class Linear(Function):
+    """x @ w.T + b with x (..., in), w (out, in), b (out,) or None: one node, the leading dims
+    folded into one GEMM, and the weight gradient g.T @ x computed directly in w's layout."""
+
+    def forward(self, x, w, b):
+        self.saved = (x, w)
+        out = B.matmul(B.reshape(x, (-1, x.shape[-1])), B.transpose(w))  # (N, out)
+        if b is not None:
+            B.iadd(out, b)  # out is fresh: add the bias in place
+        return B.reshape(out, x.shape[:-1] + (w.shape[0],))
+
+    def backward(self, g):
+        x, w = self.saved
+        g2 = B.reshape(g, (-1, g.shape[-1]))  # (N, out)
+        gx = B.reshape(B.matmul(g2, w), x.shape) if self.needs(0) else None
+        gw = B.matmul(B.transpose(g2), B.reshape(x, (-1, x.shape[-1]))) if self.needs(1) else None
+        gb = B.sum(g2, axis=0) if self.needs(2) else None
+        return gx, gw, gb
+
+
+class LayerNorm(Function):
+    """(x - mean) / sqrt(var + eps) over the last ``k`` axes, times ``w`` plus ``b`` (either may
+    be None). One node instead of a dozen. Backward uses the saved normalised input and 1/std;
+    under create_graph it recomputes them from x with differentiable ops, so higher-order
+    gradients stay exact."""
+
+    def forward(self, x, w, b, k, eps):
+        self.axes = tuple(range(x.ndim - k, x.ndim))
+        self.inv_n, self.eps = 1.0 / max(math.prod(x.shape[x.ndim - k:]), 1), eps
+        xc = B.subtract(x, B.multiply(B.reduce(B.add, x, self.axes, True), self.inv_n))
+        var = B.multiply(B.reduce(B.add, B.multiply(xc, xc), self.axes, True), self.inv_n)
+        rstd = B.divide(1.0, B.sqrt(B.add(var, eps)))
+        xhat = B.multiply(xc, rstd)
+        self.saved = (x, w, xhat, rstd)
+        out = B.multiply(xhat, w) if w is not None else xhat
+        if b is not None:
+            out = B.add(out, b)
+        return out if out is not xhat else B.copy(xhat)  # the saved xhat must not be the output
+
+    def backward(self, g):
+        x, w, xhat, rstd = self.saved
+        axes, inv_n = self.axes, self.inv_n
+        if isinstance(g, Tensor):  # create_graph: the statistics as differentiable functions of x
+            xc = B.subtract(x, B.multiply(B.sum(x, axis=axes, keepdims=True), inv_n))
+            var = B.multiply(B.sum(B.multiply(xc, xc), axis=axes, keepdims=True), inv_n)
+            rstd = B.divide(1.0, B.sqrt(B.add(var, self.eps)))
+            xhat = B.multiply(xc, rstd)
+        gx = gw = None
+        if self.needs(0):
+            gy = B.multiply(g, w) if w is not None else g
+            m1 = B.multiply(B.sum(gy, axis=axes, keepdims=True), inv_n)
+            m2 = B.multiply(B.sum(B.multiply(gy, xhat), axis=axes, keepdims=True), inv_n)
+            gx = B.multiply(B.subtract(B.subtract(gy, m1), B.multiply(xhat, m2)), rstd)
+        if self.needs(1):
+            gw = B.multiply(g, xhat)  # summed over the leading axes by the engine
+        return gx, gw, (g if self.needs(2) else None)
+
+
+class NllLoss(Function):
+    """Negative log-likelihood: the entries of ``x`` at ``index`` (one per target, an advanced
+    index), times ``weight``, negated; summed and divided by ``denom`` unless it is None (no
+    reduction). Cross-entropy is log_softmax then this: one node, no one-hot matrix. The backward
+    needs only the indices, so it is exact under create_graph too."""
+
+    def forward(self, x, index, weight, denom):
+        self.shape, self.index, self.weight, self.denom = x.shape, index, weight, denom
+        picked = B.take(x, index)
+        if weight is not None:
+            picked = B.multiply(picked, weight)
+        if denom is None:
+            return B.negative(picked)
+        return B.asarray(B.reduce(B.add, picked, None) * self._scale(), x.dtype)
+
+    def _scale(self) -> float:
+        return -1.0 / self.denom if self.denom else float("nan")  # PyTorch: nan when all are ignored
+
+    def backward(self, g):
+        v = B.negative(g) if self.denom is None else B.multiply(g, self._scale())
+        if self.weight is not None:
+            v = B.multiply(v, self.weight)
+        return (_put(_zeros(g, self.shape), self.index, v, False),)
 
 
 # ---- custom ops --------------------------------------------------------------------------------

@@ -410,7 +410,8 @@ class Tensor:
         if self.grad is not None:
             t.grad = self.grad.__deepcopy__(memo)
         for k, v in getattr(self, "__dict__", {}).items():
-            setattr(t, k, v)
+            if k != "_grad_buf":  # an optimizer's flat-buffer slot belongs to the original, not a copy
+                setattr(t, k, v)
         memo[id(self)] = t
         return t
 

@@ -1,0 +1,930 @@
+"""Functional forms of the layers, activations and losses, as ``torch.nn.functional``.
+
+Everything here is composed from Tensor ops, so gradients come for free; formulas are written
+in their numerically stable forms (no ``exp`` of a large argument is ever taken, even in a branch
+that ``where`` discards, because its gradient would be ``0 * inf = nan``).
+
+>>> F.cross_entropy(lightgrad.tensor([[2.0, 0.5]]), lightgrad.tensor([0]))
+tensor(0.2014)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import function as Fn
+from ..autograd import no_grad
+from ..random import _gen
+from ..tensor import Tensor, _dim, where
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _const(arr: Any, like: Tensor) -> Tensor:
+    """A constant (no-grad) tensor in ``like``'s dtype."""
+    return Tensor._make(np.asarray(arr, like._data.dtype))
+
+
+def _inplace(x: Tensor, inplace: bool, f: Callable[[Tensor], Tensor]) -> Tensor:
+    """``f(x)``, or with ``inplace`` its result written into x (PyTorch's ``relu_`` and friends)."""
+    return x._inplace(f) if inplace else f(x)
+
+
+# ---- activations -------------------------------------------------------------------------------
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:
+    """max(x, 0): ``F.relu(x)``."""
+    return input.relu_() if inplace else input.relu()
+
+
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """x clipped to [min_val, max_val]; the gradient is 1 strictly inside, as in PyTorch."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _inplace(input, inplace, lambda x: _hardtanh(x, min_val, max_val))
+
+
+def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
+    # where, not clamp: the gradient is 0 at the bounds themselves (relu6'(0) = 0, as in PyTorch;
+    # exact zeros are common after a ReLU)
+    return where((x > lo) & (x < hi), x, x.detach().clamp(lo, hi))
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    return hardtanh(input, min_val, max_val, True)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    """min(max(x, 0), 6)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """x for x > 0, else negative_slope * x."""
+    return _inplace(input, inplace, lambda x: where(x > 0, x, x * negative_slope))
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    return leaky_relu(input, negative_slope, True)
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """x for x > 0, else alpha * (exp(x) - 1)."""
+    # expm1 of min(x, 0): the discarded branch never overflows
+    return _inplace(input, inplace, lambda x: where(x > 0, x, x.clamp(max=0).expm1() * alpha))
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return elu(input, alpha, True)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _inplace(input, inplace, lambda x: where(x > 0, x, (x.clamp(max=0) / alpha).expm1() * alpha))
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    """scale * elu(x, alpha) with the self-normalising constants."""
+    return _inplace(input, inplace,
+                    lambda x: where(x > 0, x * _SELU_SCALE, x.clamp(max=0).expm1() * (_SELU_ALPHA * _SELU_SCALE)))
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), exactly via erf ('none') or with the tanh approximation ('tanh')."""
+    if approximate == "none":
+        return input * ((input * (1 / math.sqrt(2))).erf() + 1) * 0.5
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2 / math.pi)
+        return input * (inner.tanh() + 1) * 0.5
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * sigmoid(x) (swish)."""
+    return _inplace(input, inplace, lambda x: x * x.sigmoid())
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
+    bx = input * beta if beta != 1 else input
+    # relu(z) + log1p(exp(-|z|)) is log(1 + exp(z)) without overflow
+    soft = bx.relu() + (-bx.abs()).exp().log1p()
+    if beta != 1:
+        soft = soft / beta
+    return where(bx > threshold, input, soft)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * tanh(softplus(x))."""
+    return _inplace(input, inplace, lambda x: x * softplus(x).tanh())
+
+
+def sigmoid(input: Tensor) -> Tensor:
+    return input.sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:
+    return input.tanh()
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    """relu6(x + 3) / 6."""
+    return _inplace(input, inplace, lambda x: _hardtanh(x + 3, 0.0, 6.0) / 6)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    """x * relu6(x + 3) / 6."""
+    return _inplace(input, inplace, lambda x: x * _hardtanh(x + 3, 0.0, 6.0) / 6)
+
+
+def softsign(input: Tensor) -> Tensor:
+    """x / (1 + |x|)."""
+    return input / (input.abs() + 1)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any x."""
+    return input.clamp(max=0) - (-input.abs()).exp().log1p()
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    """x - tanh(x)."""
+    return input - input.tanh()
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    return where((input > lambd) | (input < -lambd), input, 0.0)
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else value."""
+    return _inplace(input, inplace, lambda x: where(x > threshold, x, float(value)))
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    return globals()["threshold"](input, threshold, value, True)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """a * sigmoid(b), where a and b are the two halves of ``input`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return a * b.sigmoid()
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """x for x > 0, else weight * x; a weight of several values applies per channel (dim 1)."""
+    w = weight
+    if weight.numel() > 1:
+        if input.ndim < 2 or input.shape[1] != weight.numel():
+            c = input.shape[1] if input.ndim >= 2 else 1
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {c}.")
+        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
+    return where(input > 0, input, input * w)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Leaky ReLU with a random slope in [lower, upper] per element when training, else the mean."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = _const(_gen(None).uniform(lower, upper, input.shape), input)
+    return _inplace(input, inplace, lambda x: where(x >= 0, x, x * slope))
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include "
+                  "dim=X as an argument.", stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, computed stably."""
+    if dim is None:
+        dim = _softmax_dim("softmax", input.ndim)
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """x - logsumexp(x) along ``dim``, finite for logits of any size."""
+    if dim is None:
+        dim = _softmax_dim("log_softmax", input.ndim)
+    return input.log_softmax(dim, dtype=dtype)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    if dim is None:
+        dim = _softmax_dim("softmin", input.ndim)
+    return (-input).softmax(dim, dtype=dtype)
+
+
+# ---- linear ------------------------------------------------------------------------------------
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias, with weight of shape (out_features, in_features)."""
+    if weight.ndim == 2 and input.ndim >= 1 and input.shape[-1] == weight.shape[1] and \
+            input._data.dtype == weight._data.dtype and (bias is None or bias._data.dtype == weight._data.dtype):
+        if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), (1,), ()):
+            raise RuntimeError(f"linear: bias of shape {list(bias.shape)} does not match out_features "
+                               f"{weight.shape[0]}")
+        return Fn.Linear.apply(input, weight, bias)
+    if input.ndim > 2 and weight.ndim == 2:
+        # one (B*T, in) x (in, out) product: the weight gradient is one GEMM, not a batch of them
+        lead = input.shape[:-1]
+        out = input.reshape(-1, input.shape[-1]).matmul(weight.T).reshape(lead + (weight.shape[0],))
+    else:
+        out = input.matmul(weight.T) if weight.ndim == 2 else input.matmul(weight)
+    return out + bias if bias is not None else out
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y_o = x1 A_o x2 + b_o with weight (out, in1, in2)."""
+    if weight.ndim != 3:
+        raise RuntimeError(f"bilinear(): weight must be three-dimensional, but got {weight.ndim} dimension(s)")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {weight.shape[2]}")
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
+                           f"and {list(input2.shape[:-1])}")
+    from ..tensor import einsum
+    out = einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by integer ``input``: shape input.shape + (embedding_dim,).
+    The ``padding_idx`` row receives no gradient."""
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx >= n or padding_idx < -n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % n
+    idx = input._data if isinstance(input, Tensor) else np.asarray(input)
+    if idx.dtype.kind not in "iu":
+        name = input.type() if isinstance(input, Tensor) else str(idx.dtype)
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {name} instead (while checking arguments for embedding)")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    out = weight[Tensor._make(idx)]
+    if scale_grad_by_freq and weight.requires_grad:
+        # forward unchanged, gradient of each row divided by how often it occurs in the batch
+        counts = np.bincount(idx.reshape(-1), minlength=n)
+        s = _const((1.0 / counts[idx])[..., None], weight)
+        out = out * s + (out * (1 - s)).detach()
+    if padding_idx is not None and weight.requires_grad:
+        keep = Tensor._make((idx != padding_idx)[..., None])
+        out = where(keep, out, out.detach())
+    return out
+
+
+def _embedding_renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) -> None:
+    """Rescale, in place, the rows used by ``idx`` whose norm exceeds ``max_norm``."""
+    rows = np.unique(idx)
+    w = weight._data
+    norms = np.linalg.norm(w[rows].astype(np.float64), ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        w[rows[big]] *= (max_norm / (norms[big] + 1e-7))[:, None].astype(w.dtype)
+        weight._version[0] += 1
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 one-hot encoding: shape tensor.shape + (num_classes,)."""
+    a = tensor._data
+    if a.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if a.size and a.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(a.max()) + 1
+    elif a.size and a.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return Tensor._make((a[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+# ---- dropout -----------------------------------------------------------------------------------
+
+def _check_p(p: float) -> None:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
+    """Keep-mask scaled by 1 / (1 - p), drawn from the global generator."""
+    dt = input._data.dtype
+    if p == 1:
+        return Tensor._make(np.zeros(shape, dt))
+    keep = _gen(None).random(shape, dtype=np.float64 if dt == np.float64 else np.float32) >= p
+    return Tensor._make(np.multiply(keep, 1.0 / (1.0 - p), dtype=dt))
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zero each element with probability p while training, scaling the rest by 1 / (1 - p)."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    mask = _dropout_mask(input, p, input.shape)
+    return _inplace(input, inplace, lambda x: x * mask)
+
+
+def _feature_dropout(input: Tensor, p: float, training: bool, inplace: bool, batched: bool) -> Tensor:
+    """Dropout of whole channels: one draw per (sample, channel), broadcast over the rest."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    keep = 2 if batched else 1
+    shape = input.shape[:keep] + (1,) * (input.ndim - keep)
+    mask = _dropout_mask(input, p, shape)
+    return _inplace(input, inplace, lambda x: x * mask)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, L) or (C, L) inputs."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, inplace, input.ndim == 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, H, W) inputs (3-D inputs are taken as (N, C, L), as PyTorch does)."""
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.ndim >= 2)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Channel dropout for (N, C, D, H, W) or (C, D, H, W) inputs."""
+    if input.ndim not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will "
+                      "result in an error in a future release.", stacklevel=2)
+    return _feature_dropout(input, p, training, inplace, input.ndim != 4)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's self-normalising mean and variance."""
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        return input * 0
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    keep = _gen(None).random(input.shape) >= p
+    # dropped units are set to SELU's negative saturation, then an affine map restores mean 0, var 1
+    mult = _const(keep * a, input)
+    add = _const((keep - 1.0) * (alpha * a) + alpha * a * p, input)
+    return _inplace(input, inplace, lambda x: x * mult + add)
+
+
+# ---- normalization -----------------------------------------------------------------------------
+
+def _bshape(c: int, ndim: int) -> tuple[int, ...]:
+    """Shape that broadcasts a per-channel vector over (N, C, *)."""
+    return (1, c) + (1,) * (ndim - 2)
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel (dim 1) by batch statistics when training (updating the running
+    statistics in place), else by the running statistics."""
+    if input.ndim < 2:
+        raise ValueError(f"Expected 2D or more input (got {input.ndim}D input)")
+    c = input.shape[1]
+    n = input.numel() // c if c else 0
+    if training and n <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+    bs = _bshape(c, input.ndim)
+    if training or running_mean is None or running_var is None:
+        axes = (0,) + tuple(range(2, input.ndim))
+        mean = input.mean(axes, keepdim=True)
+        xc = input - mean
+        var = (xc * xc).mean(axes, keepdim=True)
+        if training and running_mean is not None and running_var is not None:
+            with no_grad():
+                _update_running(running_mean, mean._data, momentum)
+                _update_running(running_var, var._data * (n / (n - 1)), momentum)
+        scale = (var + eps).rsqrt()
+        if weight is not None:
+            scale = scale * weight.reshape(bs)
+        out = xc * scale  # (N, C, *): the per-channel factors are folded before touching the big tensor
+    else:
+        scale = (running_var.reshape(bs) + eps).rsqrt()
+        if weight is not None:
+            scale = scale * weight.reshape(bs)
+        out = (input - running_mean.reshape(bs)) * scale
+    return out + bias.reshape(bs) if bias is not None else out
+
+
+def _update_running(stat: Tensor, batch: np.ndarray, momentum: float) -> None:
+    """stat = (1 - momentum) * stat + momentum * batch, in place."""
+    s = stat._data
+    s *= 1 - momentum
+    s += (momentum * batch.reshape(s.shape)).astype(s.dtype, copy=False)
+    stat._version[0] += 1
+
+
+def _check_normalized(input: Tensor, normalized_shape: Sequence[int]) -> tuple[int, ...]:
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(ns)
+    if k == 0 or input.ndim < k or tuple(input.shape[-k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
+                           f"[*, {', '.join(map(str, ns))}], but got input of size{list(input.shape)}")
+    return tuple(range(input.ndim - k, input.ndim))
+
+
+def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalise over the trailing ``normalized_shape`` dims, then scale and shift."""
+    axes = _check_normalized(input, normalized_shape)
+    ns = tuple(input.shape[axes[0]:])
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t.shape)} and normalized_shape = {list(ns)}")
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
+    return Fn.LayerNorm.apply(input, weight, bias, k=len(axes), eps=eps)
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight."""
+    axes = _check_normalized(input, normalized_shape)
+    if eps is None:
+        eps = float(np.finfo(input._data.dtype).eps)
+    out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each group of channels of each sample, then scale and shift per channel."""
+    if input.ndim < 2 or input.shape[1] % num_groups:
+        raise RuntimeError("Expected number of channels in input to be divisible by num_groups, but got input "
+                           f"of shape {list(input.shape)} and num_groups={num_groups}")
+    n, c = input.shape[:2]
+    x = input.reshape(n, num_groups, -1)  # (N, G, C/G * spatial)
+    mean = x.mean(-1, keepdim=True)
+    xc = x - mean
+    out = (xc * ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()).reshape(input.shape)
+    bs = _bshape(c, input.ndim)
+    if weight is not None:
+        out = out * weight.reshape(bs)
+    return out + bias.reshape(bs) if bias is not None else out
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
+                  weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample over its spatial dims."""
+    n, c = input.shape[:2]
+    out = group_norm(input.reshape((1, n * c) + input.shape[2:]), n * c, eps=eps).reshape(input.shape)
+    bs = _bshape(c, input.ndim)
+    if weight is not None:
+        out = out * weight.reshape(bs)
+    return out + bias.reshape(bs) if bias is not None else out
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
+    """x / max(||x||_p, eps) along ``dim``."""
+    return input / input.norm(p, dim, keepdim=True).clamp(min=eps)
+
+
+# ---- distances ---------------------------------------------------------------------------------
+
+def _clamp_value_only(x: Tensor, lo: float) -> Tensor:
+    """max(x, lo) in value, with x's own gradient (PyTorch clamps these under no_grad)."""
+    return x + (x.detach().clamp(min=lo) - x.detach())
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps)) along ``dim``."""
+    n1 = _clamp_value_only(x1.norm(2, dim, keepdim=True), eps)
+    n2 = _clamp_value_only(x2.norm(2, dim, keepdim=True), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """||x1 - x2 + eps||_p over the last dim."""
+    d = x1 - x2 + eps
+    return d.norm(p, -1 if d.ndim else None, keepdim)
+
+
+# ---- padding -----------------------------------------------------------------------------------
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> Tensor:
+    """Pad the last len(pad)//2 dims; ``pad`` lists (left, right) for the last dim first.
+    Modes: constant (``value``), reflect, replicate, circular; negative pads crop."""
+    pads = [int(p) for p in pad]
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pads) // 2
+    if k > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
+                           f"got padding length {len(pads)} and input of dimension {input.ndim}")
+    pairs = [(pads[2 * i], pads[2 * i + 1]) for i in range(k)]  # pairs[i] pads dim -1 - i
+    if mode == "constant":
+        for i, (a, b) in enumerate(pairs):
+            d = input.ndim - 1 - i
+            if input.shape[d] + a + b < 0:
+                raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {a} and {b} resulted in "
+                                   f"a negative output size, which is invalid. Check dimension {d} of your input.")
+        np_pads = ((0, 0),) * (input.ndim - k) + tuple(reversed(pairs))
+        return Fn.Pad.apply(input, pads=np_pads, value=0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if k == 0 or k > 3 or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pads)} is not supported for {input.ndim}D input tensor.\nSupported combinations for "
+            "non-constant padding:\n  - 2D or 3D input: padding size = 2 (pads last dimension)\n  - 3D or 4D "
+            "input: padding size = 4 (pads last 2 dimensions)\n  - 4D or 5D input: padding size = 6 (pads last 3 "
+            "dimensions)")
+    out = input
+    for i, (a, b) in enumerate(pairs):
+        d = input.ndim - 1 - i
+        n = input.shape[d]
+        if mode == "reflect" and (a >= n or b >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({a}, {b}) at dimension {d} of input {list(input.shape)}")
+        if mode == "circular" and (a > n or b > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        pos = np.arange(-a, n + b)  # source position of every output position
+        if mode == "reflect":
+            idx = np.abs(pos)
+            idx = np.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(pos, 0, n - 1)
+        else:
+            idx = pos % n
+        out = out.index_select(d, Tensor._make(idx))
+    return out
+
+
+# ---- losses ------------------------------------------------------------------------------------
+
+def _reduction(size_average: bool | None, reduce: bool | None, reduction: str) -> str:
+    """The reduction string, translating PyTorch's deprecated size_average/reduce arguments."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else ("mean" if size_average else "sum")
+        warnings.warn("size_average and reduce args will be deprecated, please use reduction='"
+                      f"{reduction}' instead.", stacklevel=3)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _warn_shape(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. Please ensure they have "
+                      "the same size.", stacklevel=3)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """(input - target)^2, reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _warn_shape(input, target)
+    d = input - target
+    loss = d * d
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+            reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """|input - target|, reduced."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _warn_shape(input, target)
+    loss = (input - target).abs()
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_shape(input, target)
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta * (|d| - 0.5 delta)."""
+    reduction = _reduction(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_shape(input, target)
+    d = (input - target).abs()
+    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    return _reduce(loss * weight if weight is not None else loss, reduction)
+
+
+def _class_target(input: Tensor, target: Tensor) -> np.ndarray:
+    """Validate a class-index target against (N, C, *d) or (C,) scores; returns it as int64."""
+    t = target._data
+    if t.dtype.kind not in "iub":
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.name.capitalize()}")
+    if input.ndim == 1:
+        if t.ndim != 0:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        return t.astype(np.int64, copy=False)
+    if t.ndim == 0 or t.shape[0] != input.shape[0]:
+        got = t.shape[0] if t.ndim else 1
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({got}).")
+    want = (input.shape[0],) + tuple(input.shape[2:])
+    if t.shape != want:
+        if input.ndim == 2:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        raise RuntimeError(f"Expected target size {list(want)}, got {list(t.shape)}")
+    return t.astype(np.int64, copy=False)
+
+
+def _nll(logp: Tensor, t: np.ndarray, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
+    """-logp[target] per element with weights and ignored targets; class dim is 1 (0 if 1-D)."""
+    cdim = 1 if logp.ndim > 1 else 0
+    c = logp.shape[cdim]
+    valid = t != ignore_index
+    ignoring = not valid.all()
+    tt = np.where(valid, t, 0) if ignoring else t
+    if tt.size:
+        lo, hi = tt.min(), tt.max()
+        if lo < 0 or hi >= c:
+            raise IndexError(f"Target {int(lo if lo < 0 else hi)} is out of bounds.")
+    if cdim:
+        grids = np.indices(tt.shape, sparse=True)
+        index = (grids[0], tt) + tuple(grids[1:])  # picks logp[n, t[n, *d], *d]
+    else:
+        index = (tt,)
+    w = None
+    if weight is not None or ignoring:
+        dt = logp._data.dtype
+        w = weight._data[tt].astype(dt, copy=False) if weight is not None else np.ones(tt.shape, dt)
+        if ignoring:
+            w = np.where(valid, w, 0).astype(dt, copy=False)
+    if reduction == "none":
+        denom = None
+    elif reduction == "sum":
+        denom = 1.0
+    else:
+        denom = float(w.sum()) if w is not None else float(tt.size)
+    return Fn.NllLoss.apply(logp, index=index, weight=w, denom=denom)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+             ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of class indices given log-probabilities (N, C, *d)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    t = _class_target(input, target)
+    _check_class_weight(input, weight)
+    return _nll(input, t, weight, ignore_index, reduction)
+
+
+def _check_class_weight(input: Tensor, weight: Tensor | None) -> None:
+    c = input.shape[1 if input.ndim > 1 else 0]
+    if weight is not None and (weight.ndim != 1 or weight.numel() != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight.shape)}")
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
+                  ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """log_softmax over the class dim (1, or 0 for 1-D input) then NLL; ``target`` holds class
+    indices (N, *d) or class probabilities shaped like ``input``.
+
+    >>> F.cross_entropy(lightgrad.randn(4, 10), lightgrad.tensor([1, 0, 9, 3]))
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    _check_class_weight(input, weight)
+    cdim = 1 if input.ndim > 1 else 0
+    c = input.shape[cdim]
+    if target._data.dtype.kind == "f":
+        if target.shape != input.shape:
+            raise RuntimeError(f"Expected floating point target to have the same shape as input "
+                               f"{list(input.shape)}, got {list(target.shape)}")
+        logp = input.log_softmax(cdim)
+        tgt = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing > 0 else target
+        prod = logp * tgt
+        if weight is not None:
+            prod = prod * weight.reshape((c,) + (1,) * (input.ndim - cdim - 1))
+        if reduction == "none":
+            return -prod.sum(cdim)
+        total = -prod.sum()
+        return total if reduction == "sum" else total / (input.numel() // c if c else float("nan"))
+    t = _class_target(input, target)
+    logp = input.log_softmax(cdim)
+    nll = _nll(logp, t, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    # the smoothing term: -sum_c w_c logp_c / C per element, ignored targets excluded
+    wl = logp * weight.reshape((c,) + (1,) * (input.ndim - cdim - 1)) if weight is not None else logp
+    ignore = t == ignore_index
+    smooth = -wl.sum(cdim)
+    if ignore.any():
+        smooth = smooth.masked_fill(Tensor._make(ignore), 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            smooth = smooth.sum() / float(weight._data[t[~ignore]].sum())
+        else:
+            smooth = smooth.sum() / float((~ignore).sum())
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return nll * (1 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log x + (1 - t) log(1 - x)) for probabilities x; each log is clamped at -100, as PyTorch."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    x = input._data
+    if x.size and (x.min() < 0 or x.max() > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: bool | None = None, reduce: bool | None = None,
+                                     reduction: str = "mean", pos_weight: Tensor | None = None) -> Tensor:
+    """Sigmoid + binary cross-entropy in one stable formula (finite for logits of any size)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    # -log(sigmoid(x)) = relu(-x) + log1p(exp(-|x|)): never exponentiates a positive number
+    log_sig_neg = (-input).relu() + (-input.abs()).exp().log1p()
+    if pos_weight is not None:
+        loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * log_sig_neg
+    else:
+        loss = (1 - target) * input + log_sig_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None, reduce: bool | None = None,
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """target * (log target - input) with ``input`` log-probabilities; 'batchmean' divides the sum
+    by the batch size (the KL divergence proper)."""
+    if reduction == "batchmean":
+        red = "batchmean"
+    else:
+        red = _reduction(size_average, reduce, reduction)
+        if red == "mean":
+            warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                          "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                          "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                          stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = target > 0
+        # xlogy(t, t): 0 where t == 0 (log is taken of 1 there, so no -inf enters the graph)
+        loss = target * (where(pos, target, 1.0).log() - input)
+    if red == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, red)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos - margin) where it is -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.ndim not in (0, 1) or input1.ndim != target.ndim + 1 or input2.ndim != input1.ndim:
+        raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported; got inputs "
+                           f"{list(input1.shape)}, {list(input2.shape)} and target {list(target.shape)}")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    m1 = (input1 * input1).sum(-1) + eps
+    m2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (m1 * m2).sqrt()
+    zero = cos * 0
+    loss = where(target == 1, 1 - cos, zero) + where(target == -1, (cos - margin).clamp(min=0), zero)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -target * (x1 - x2) + margin)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp(min=0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0, size_average: bool | None = None,
+                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """x where target is 1, max(0, margin - x) where target is -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    zero = input * 0
+    loss = where(target != 1, (margin - input).clamp(min=0), zero) + where(target != -1, input, zero)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * x)), computed stably."""
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(softplus(-target * input), reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) with pairwise p-norm distances."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = d_neg.minimum(pairwise_distance(positive, negative, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8, reduce: bool | None = None,
+                     reduction: str = "mean") -> Tensor:
+    """exp(x) - t x for log-rates (or x - t log(x + eps) for rates), plus Stirling's term if ``full``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        t = target._data
+        safe = np.where(t > 1, t, 2.0)
+        stirling = np.where(t > 1, safe * np.log(safe) - safe + 0.5 * np.log(2 * np.pi * safe), 0.0)
+        loss = loss + _const(stirling, loss)
+    return _reduce(loss, reduction)
+
+
+from ._spatial import *  # noqa: E402, F401, F403

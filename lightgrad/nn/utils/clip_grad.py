@@ -1,0 +1,68 @@
+"""Gradient clipping: ``clip_grad_norm_`` and ``clip_grad_value_``, in place on ``.grad``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from ...tensor import Tensor
+
+
+def _grads(parameters: Tensor | Iterable[Tensor]) -> list[Tensor]:
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [p.grad for p in params if p.grad is not None]
+
+
+def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """The norm of all tensors together (as if concatenated into one vector)."""
+    ts = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not ts:
+        return Tensor._make(np.asarray(0.0, np.float32))
+    dt = ts[0]._data.dtype
+    if norm_type == math.inf:
+        total = max(float(np.abs(t._data).max(initial=0.0)) for t in ts)
+    elif norm_type == 2.0:
+        total = math.sqrt(sum(float(np.vdot(t._data, t._data)) for t in ts))
+    else:
+        total = sum(float(np.sum(np.abs(t._data.astype(np.float64)) ** norm_type)) for t in ts) ** (1.0 / norm_type)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
+                           "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
+                           "norm anyway, set `error_if_nonfinite=False`")
+    return Tensor._make(np.asarray(total, dt))
+
+
+def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale gradients by max_norm / (total_norm + 1e-6) when that is below 1, in place."""
+    coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
+    for g in _grads(parameters):
+        # in place, so gradients that are views of an optimizer's flat buffer stay views
+        g._data *= g._data.dtype.type(coef)
+
+
+def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Rescale gradients in place so their joint norm is at most ``max_norm``; returns the norm
+    before clipping.
+
+    >>> total = nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+    """
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    total = get_total_norm(_grads(params), norm_type, error_if_nonfinite)
+    clip_grads_with_norm_(params, max_norm, total)
+    return total
+
+
+def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient element to [-clip_value, clip_value], in place."""
+    v = float(clip_value)
+    for g in _grads(parameters):
+        np.clip(g._data, -v, v, out=g._data)
+
+
+clip_grad_norm = clip_grad_norm_

@@ -1,0 +1,75 @@
+"""Adam and AdamW: moment estimates with bias correction; AdamW decays weights decoupled from the gradient."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .optimizer import Optimizer, _scalar, addcdiv_, addcmul_, check, check_betas, check_lr, effective_grad, lerp_
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam`` (with ``amsgrad``, ``maximize``, L2 ``weight_decay``; ``decoupled_weight_decay=True``
+    is AdamW).
+
+    >>> opt = lightgrad.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999))
+    """
+
+    _n_scratch = 3
+    _flat = True
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        check_lr(lr)
+        check("epsilon value", eps, 0.0 <= eps)
+        betas = check_betas(betas)
+        check("weight_decay value", weight_decay, 0.0 <= weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused, decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
+
+    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
+                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+        lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        beta1, beta2 = (_scalar(b) for b in group["betas"])
+        step = sc["step"]
+        if wd != 0 and group["decoupled_weight_decay"]:
+            p *= 1 - lr * wd
+            wd = 0.0
+        g = effective_grad(p, g, t[0], group["maximize"], wd)
+        m, v = s["exp_avg"], s["exp_avg_sq"]
+        lerp_(m, g, 1 - beta1, t[1])
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2, t[1])
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if group["amsgrad"]:
+            np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
+            v = s["max_exp_avg_sq"]
+        denom = np.sqrt(v, out=t[1])
+        denom /= bias_correction2_sqrt
+        denom += eps
+        addcdiv_(p, m, denom, -step_size, t[2])
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: Adam with decoupled weight decay ``p *= 1 - lr * weight_decay`` (default 1e-2).
+
+    >>> opt = lightgrad.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False, *,
+                 maximize: bool = False, foreach: bool | None = None, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)

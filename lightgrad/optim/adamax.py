@@ -1,0 +1,46 @@
+"""Adamax: Adam with the infinity norm in place of the second moment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .optimizer import Optimizer, _scalar, addcdiv_, check, check_betas, check_lr, effective_grad, lerp_
+
+
+class Adamax(Optimizer):
+    """``torch.optim.Adamax``: ``u = max(beta2 * u, |g| + eps)``, ``p -= lr / (1 - beta1^t) * m / u``.
+
+    >>> opt = lightgrad.optim.Adamax(model.parameters(), lr=2e-3)
+    """
+
+    _n_scratch = 2
+    _flat = True
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False, capturable: bool = False) -> None:
+        check_lr(lr)
+        check("epsilon value", eps, 0.0 <= eps)
+        check_betas(betas)
+        check("weight_decay value", weight_decay, 0.0 <= weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ("exp_avg", "exp_inf")
+
+    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
+                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+        beta1, beta2 = (float(b) for b in group["betas"])
+        g = effective_grad(p, g, t[0], group["maximize"], float(group["weight_decay"]))
+        m, u = s["exp_avg"], s["exp_inf"]
+        lerp_(m, g, 1 - beta1, t[1])
+        u *= beta2
+        np.abs(g, out=t[1])
+        t[1] += float(group["eps"])
+        np.maximum(u, t[1], out=u)
+        clr = _scalar(group["lr"]) / (1 - beta1 ** sc["step"])
+        addcdiv_(p, m, u, -clr, t[1])

@@ -1,0 +1,65 @@
+"""NAdam: Adam with Nesterov momentum and a momentum-decay schedule."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .optimizer import Optimizer, _scalar, addcdiv_, addcmul_, check, check_betas, check_lr, effective_grad, lerp_
+
+
+class NAdam(Optimizer):
+    """``torch.optim.NAdam`` (``momentum_decay``, L2 or ``decoupled_weight_decay``).
+
+    >>> opt = lightgrad.optim.NAdam(model.parameters(), lr=2e-3, momentum_decay=4e-3)
+    """
+
+    _scalars: ClassVar[dict[str, float]] = {"step": 0.0, "mu_product": 1.0}
+    _n_scratch = 3
+    _flat = True
+
+    def __init__(self, params: Any, lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
+        check_lr(lr)
+        check("epsilon value", eps, 0.0 <= eps)
+        check_betas(betas)
+        check("weight_decay value", weight_decay, 0.0 <= weight_decay)
+        check("momentum_decay value", momentum_decay, 0.0 <= momentum_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ("exp_avg", "exp_avg_sq")
+
+    def _advance(self, group: dict[str, Any], sc: dict[str, float]) -> None:
+        beta1, md = float(group["betas"][0]), float(group["momentum_decay"])
+        step = sc["step"] = sc["step"] + 1
+        mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * md))
+        sc["mu"] = mu
+        sc["mu_next"] = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
+        # mu_product is a float32 tensor in PyTorch, so its product rounds to float32 every step
+        sc["mu_product"] = float(np.float32(sc["mu_product"]) * np.float32(mu))
+
+    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
+                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+        lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        step, mu, mu_next, mu_product = sc["step"], sc["mu"], sc["mu_next"], sc["mu_product"]
+        if wd != 0 and group["decoupled_weight_decay"]:
+            p *= 1 - lr * wd
+            wd = 0.0
+        g = effective_grad(p, g, t[0], group["maximize"], wd)
+        m, v = s["exp_avg"], s["exp_avg_sq"]
+        lerp_(m, g, 1 - beta1, t[1])
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2, t[1])
+        denom = np.divide(v, 1 - beta2 ** step, out=t[1])
+        np.sqrt(denom, out=denom)
+        denom += eps
+        addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - mu_product), t[2])
+        addcdiv_(p, m, denom, (-lr * mu_next) / (1.0 - mu_product * mu_next), t[2])

@@ -1,0 +1,63 @@
+"""RAdam: Adam whose adaptive step is switched on once the variance of its estimate is tractable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .optimizer import Optimizer, _scalar, addcmul_, check, check_betas, check_lr, effective_grad, lerp_
+
+
+class RAdam(Optimizer):
+    """``torch.optim.RAdam`` (L2 or ``decoupled_weight_decay``).
+
+    >>> opt = lightgrad.optim.RAdam(model.parameters(), lr=1e-3)
+    """
+
+    _n_scratch = 3
+    _flat = True
+
+    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
+        check_lr(lr)
+        check("epsilon value", eps, 0.0 <= eps)
+        check_betas(betas)
+        check("weight_decay value", weight_decay, 0.0 <= weight_decay)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
+        return ("exp_avg", "exp_avg_sq")
+
+    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
+                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+        lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
+        beta1, beta2 = (float(b) for b in group["betas"])
+        step = sc["step"]
+        if wd != 0 and group["decoupled_weight_decay"]:
+            p *= 1 - lr * wd
+            wd = 0.0
+        g = effective_grad(p, g, t[0], group["maximize"], wd)
+        m, v = s["exp_avg"], s["exp_avg_sq"]
+        lerp_(m, g, 1 - beta1, t[1])
+        v *= beta2
+        addcmul_(v, g, g, 1 - beta2, t[1])
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        upd = np.divide(m, bias_correction1, out=t[1])  # bias-corrected exp_avg
+        upd *= lr
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive = np.sqrt(v, out=t[2])
+            adaptive += eps
+            np.divide(bias_correction2 ** 0.5, adaptive, out=adaptive)
+            upd *= adaptive
+            upd *= rect
+        p -= upd
