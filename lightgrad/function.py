@@ -309,10 +309,10 @@ class Sigmoid(Function):
     saves_out = True
 
     def forward(self, x):
-        # 0.5 * (1 + tanh(x / 2)) never overflows, unlike 1 / (1 + exp(-x))
-        out = B.tanh(B.multiply(x, 0.5))
-        out += 1
-        out *= 0.5
+        # 1 / (1 + exp(-x)) keeps full relative precision for very negative x (2e-9 at -20, where
+        # 0.5 * (1 + tanh(x / 2)) rounds to 0); exp overflowing to inf gives the right limit 0
+        with B.errstate(over="ignore"):
+            out = B.reciprocal(B.add(B.exp(B.negative(x)), 1))
         self.saved = (out,)
         return out
 
@@ -331,7 +331,7 @@ class Relu(Function):
 
     def backward(self, g):
         # written with the output: relu'(x) = [out > 0], 0 at x == 0 as in PyTorch
-        return (B.where(B.greater(self.saved[0], 0), g, 0),)
+        return (B.mask(g, B.greater(self.saved[0], 0)),)
 
 
 class Abs(Function):
@@ -1333,6 +1333,30 @@ class NllLoss(Function):
         if self.weight is not None:
             v = B.multiply(v, self.weight)
         return (_put(_zeros(g, self.shape), self.index, v, False),)
+
+
+class BinaryCrossEntropy(Function):
+    """Elementwise -(t log x + (1 - t) log(1 - x)) with each log clamped at -100, as PyTorch; its
+    input gradient is PyTorch's (x - t) / max(x (1 - x), 1e-12), finite where x is 0 or 1 (the
+    composite of log and clamp would divide 0 by 0 there)."""
+
+    def forward(self, x, t):
+        self.saved = (x, t)
+        with B.errstate(divide="ignore"):
+            lx = B.maximum(B.log(x), -100.0)
+            l1x = B.maximum(B.log(B.subtract(1, x)), -100.0)
+        return B.negative(B.add(B.multiply(t, lx), B.multiply(B.subtract(1, t), l1x)))
+
+    def backward(self, g):
+        x, t = self.saved
+        gx = gt = None
+        if self.needs(0):
+            gx = B.multiply(g, B.divide(B.subtract(x, t), B.maximum(B.multiply(x, B.subtract(1, x)), 1e-12)))
+        if self.needs(1):
+            with B.errstate(divide="ignore"):
+                gt = B.multiply(g, B.subtract(B.maximum(B.log(B.subtract(1, x)), -100.0),
+                                              B.maximum(B.log(x), -100.0)))
+        return gx, gt
 
 
 # ---- custom ops --------------------------------------------------------------------------------

@@ -87,7 +87,8 @@ class Tensor:
     def _make(cls, data: np.ndarray) -> Tensor:
         """Wrap an array without copying or checking (the hot path of every op)."""
         t = object.__new__(Tensor)
-        t._data = data
+        # NumPy returns 0-d results as scalars; a tensor always holds an array (in-place ops, views)
+        t._data = data if type(data) is np.ndarray else np.asarray(data)
         t.requires_grad = False
         t.grad = None
         t._grad_fn = None

@@ -804,7 +804,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     x = input._data
     if x.size and (x.min() < 0 or x.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = -(target * input.log().clamp(min=-100) + (1 - target) * (1 - input).log().clamp(min=-100))
+    loss = Fn.BinaryCrossEntropy.apply(input, target.to(input.dtype))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)
