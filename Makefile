@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[test,demo]"
+	$(BIN)/pip install -q -e ".[test,demo,distributed]"
 	touch $(STAMP)
 
 test: $(STAMP)

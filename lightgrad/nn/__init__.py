@@ -4,7 +4,7 @@
 lightgrad.Size([3, 2])
 """
 
-from . import functional, init, parameter, utils
+from . import functional, init, parallel, parameter, utils
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .container import *  # noqa: F403
