@@ -148,9 +148,10 @@ class _Flattener:
                 return items if isinstance(x, list) else {"tuple": items}
             finally:
                 self._open.discard(id(x))
+        hint = "; save its state_dict() instead" if callable(getattr(x, "state_dict", None)) else ""
         raise TypeError(f"can't save an object of type {_type_name(x)} at {_where(path)}: checkpoints "
                         "hold tensors, NumPy arrays, dtypes, numbers, strings, bools, None, and "
-                        "lists, tuples and dicts of these")
+                        f"lists, tuples and dicts of these (never code){hint}")
 
     def key(self, k: Any, path: list[str]) -> Any:
         if isinstance(k, np.generic):
@@ -262,7 +263,7 @@ class _Decoder:
 # ---- checksum ---------------------------------------------------------------------------------
 
 def _bytes_of(arr: np.ndarray) -> memoryview:
-    return memoryview(arr.reshape(-1).view(np.uint8))
+    return arr.reshape(-1).view(np.uint8).data
 
 
 def _sha256(chunk: memoryview) -> bytes:
@@ -317,7 +318,7 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
     with _pool() as pool:
         chunks = _hash_chunks(pool, arrays)
         try:
-            if _is_path(f):
+            if isinstance(f, str | os.PathLike):
                 _save_atomic(arrays, meta, entries, chunks, os.fspath(f))
             else:
                 # a stream may not seek back to patch the header, so the hash comes first here

@@ -1714,8 +1714,10 @@ def _check_device(device: Any) -> None:
         _device(device)
 
 
-def _new(arr: np.ndarray, requires_grad: builtins.bool) -> Tensor:
+def _new(arr: np.ndarray, requires_grad: builtins.bool, heap: builtins.bool = False) -> Tensor:
     t = Tensor._make(arr)
+    if heap:
+        t._mem = None  # the array came from the heap (a copy or the caller's), not an arena
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -1725,7 +1727,7 @@ def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: buil
            pin_memory: builtins.bool = False) -> Tensor:
     """A new tensor copying ``data``: ``tensor([[1., 2.], [3., 4.]])``."""
     _check_device(device)
-    return _new(_to_array(data, dtype), requires_grad)
+    return _new(_to_array(data, dtype), requires_grad, heap=True)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -1736,7 +1738,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, np.ndarray):
         D.from_numpy_dtype(data.dtype)
         if dtype is None or D.to_dtype(dtype).np == data.dtype:
-            return Tensor._make(data)
+            return _new(data, False, heap=True)
     return tensor(data, dtype)
 
 
@@ -1745,7 +1747,7 @@ def from_numpy(a: np.ndarray) -> Tensor:
     if not isinstance(a, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
     D.from_numpy_dtype(a.dtype)
-    return Tensor._make(a)
+    return _new(a, False, heap=True)
 
 
 def from_dlpack(ext: Any) -> Tensor:
@@ -1762,7 +1764,9 @@ def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: builtins
         dt = D.scalar_dtype(value) if value is not None else D.get_default_dtype()
     else:
         dt = D.to_dtype(dtype)
-    arr = B.empty(shape, dt.np) if value is None else B.full(shape, value, dt.np)
+    arr = B.empty(shape, dt.np)
+    if value is not None:
+        arr.fill(value)
     return _new(arr, requires_grad)
 
 

@@ -180,6 +180,8 @@ def test_unsupported_objects_raise_before_writing(tmp_path: Path) -> None:
         lightgrad.save({"a": {"b": {1, 2}}}, path)
     with pytest.raises(TypeError, match="dict key of type lightgrad.tensor.Tensor"):
         lightgrad.save({lightgrad.ones(1): 1}, path)
+    with pytest.raises(TypeError, match=r"Linear at the top level.*save its state_dict\(\) instead"):
+        lightgrad.save(lightgrad.nn.Linear(2, 2), path)
     loop: list[Any] = []
     loop.append(loop)
     with pytest.raises(ValueError, match="circular"):
@@ -498,6 +500,27 @@ def test_failed_save_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypat
     with pytest.raises(KeyboardInterrupt):
         lightgrad.save({"w": lightgrad.zeros(5000)}, path)
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["ckpt.safetensors"]
+
+
+def test_save_fsyncs_file_then_renames_then_fsyncs_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        events.append("fsync dir" if os.path.isdir(f"/proc/self/fd/{fd}") else "fsync file")
+        real_fsync(fd)
+
+    def replace(src: Any, dst: Any) -> None:
+        events.append("replace")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    lightgrad.save({"w": lightgrad.ones(3)}, tmp_path / "c.safetensors")
+    if sys.platform == "linux":
+        assert events == ["fsync file", "replace", "fsync dir"]
+    else:
+        assert events[1] == "replace" and len(events) >= 2
 
 
 def test_save_replaces_and_uses_default_permissions(tmp_path: Path) -> None:
