@@ -8,7 +8,7 @@ import numpy as np
 
 from . import backend as B
 from .autograd import _enabled
-from .function import Function, unbroadcast
+from .function import Function, SliceGrad, unbroadcast
 from .memory import empty_like_home
 from .tensor import _STAMP, Tensor
 
@@ -96,6 +96,31 @@ def _seed_grad(t: Tensor, g: Any) -> Any:
     return garr
 
 
+def _dense(g: Any) -> Any:
+    return g.dense() if type(g) is SliceGrad else g
+
+
+def _add_grad(prev: Any, pg: Any, owned: set[int]) -> Any:
+    """prev + pg for array gradients; ``owned`` holds the ids of sums this backward made itself,
+    which it may therefore add into in place (the others may be shared with other nodes)."""
+    if type(pg) is SliceGrad or type(prev) is SliceGrad:
+        sl, dense = (pg, prev) if type(pg) is SliceGrad else (prev, pg)
+        if type(dense) is SliceGrad:  # two slices: their sum is a new zero-filled array
+            dense = dense.dense()
+        elif id(dense) not in owned:
+            dense = B.copy(dense)
+        owned.add(id(dense))
+        sl.add_to(dense)
+        return dense
+    if id(prev) in owned and prev.dtype == pg.dtype and prev.shape == pg.shape:
+        B.iadd(prev, pg)
+        return prev
+    owned.discard(id(prev))
+    out = B.add(prev, pg)
+    owned.add(id(out))
+    return out
+
+
 def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: bool = False,
                  create_graph: bool = False, inputs: list[Tensor] | None = None,
                  accumulate_only: Any = None) -> list[Any]:
@@ -122,12 +147,16 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
     taken: dict[Any, Any] = {t._grad_fn: None for t in inputs or () if t._grad_fn is not None}
     stamp = _STAMP[0]
+    owned: set[int] = set()
     token = _enabled.set(create_graph)
     try:
         for node in _topo(roots):
             g = grads.pop(node, None)
             if g is None:
                 continue
+            if not create_graph:
+                g = _dense(g)
+                owned.discard(id(g))
             if node.saved is None:
                 raise RuntimeError(_FREED)
             if node.stamp != stamp:
@@ -144,10 +173,10 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                     pg = unbroadcast(pg, p._data.shape)
                 fn = p._grad_fn
                 if fn is None:
-                    _deliver_leaf(p, pg, grads, capture, only, create_graph)
+                    _deliver_leaf(p, _dense(pg), grads, capture, only, create_graph)
                 else:
                     prev = grads.get(fn)
-                    grads[fn] = pg if prev is None else (prev + pg if create_graph else B.add(prev, pg))
+                    grads[fn] = pg if prev is None else (prev + pg if create_graph else _add_grad(prev, pg, owned))
             if not retain_graph and node.saved:
                 node.saved = None
     finally:

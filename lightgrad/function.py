@@ -507,9 +507,7 @@ class Softmax(Function):
 
     def forward(self, x, dim):
         self.dim = dim
-        m = B.reduce(B.maximum, x, (dim,), True)
-        e = B.exp(B.subtract(x, m))
-        e /= B.reduce(B.add, e, (dim,), True)
+        e = B.softmax(x, dim)
         self.saved = (e,)
         return e
 
@@ -524,10 +522,10 @@ class Softmax(Function):
 class Reshape(Function):
     def forward(self, x, shape):
         self.shape = x.shape
-        return np.reshape(x, shape)
+        return B.reshape_any(x, shape)
 
     def backward(self, g):
-        return (np.reshape(g, self.shape),)
+        return (B.reshape_any(g, self.shape),)
 
 
 class Permute(Function):
@@ -549,12 +547,45 @@ class Expand(Function):
         return (g,)
 
 
+class SliceGrad:
+    """A gradient that is zero outside ``value``'s place ``index`` (a basic index) in an array of
+    ``shape``. A basic slice returns one from its backward; the engine writes it into the one
+    gradient it accumulates for the sliced tensor, so the pieces of a split share one zero-filled
+    array instead of each making a full-size one that is then added up."""
+
+    __slots__ = ("shape", "index", "value")
+
+    def __init__(self, shape: tuple[int, ...], index: Any, value: Any) -> None:
+        self.shape, self.index, self.value = shape, index, value
+
+    @property
+    def dtype(self) -> Any:
+        return self.value.dtype
+
+    def dense(self) -> Any:
+        out = B.zeros(self.shape, self.value.dtype)
+        out[self.index] = self.value
+        return out
+
+    def add_to(self, dense: Any) -> None:
+        """dense[index] += value, in place."""
+        part = dense[self.index]
+        if isinstance(part, np.ndarray):
+            B.iadd(part, self.value)
+        else:  # a single element: indexing gave a scalar, not a view
+            dense[self.index] = part + self.value
+
+
 class GetItem(Function):
     def forward(self, x, index, advanced):
         self.shape, self.index, self.advanced = x.shape, index, advanced
+        if advanced and isinstance(index, np.ndarray) and index.dtype.kind in "iu":
+            return B.take_rows(x, index)  # rows by integer index (embeddings): into the arena
         return x[index]
 
     def backward(self, g):
+        if not self.advanced and isinstance(g, np.ndarray):
+            return (SliceGrad(self.shape, self.index, g),)
         # repeated advanced indices accumulate
         return (_put(_zeros(g, self.shape), self.index, g, self.advanced),)
 
@@ -665,7 +696,7 @@ def _put(out: Any, index: Any, v: Any, accumulate: bool) -> Any:
     differentiable op on a Tensor."""
     if isinstance(out, np.ndarray) and not isinstance(v, Tensor):
         if accumulate:
-            np.add.at(out, index, v)
+            B.add_at(out, index, v)
         else:
             out[index] = v
         return out
@@ -1280,16 +1311,22 @@ class LayerNorm(Function):
 
     def forward(self, x, w, b, k, eps):
         self.axes = tuple(range(x.ndim - k, x.ndim))
-        self.inv_n, self.eps = 1.0 / max(math.prod(x.shape[x.ndim - k:]), 1), eps
-        xc = B.subtract(x, B.multiply(B.reduce(B.add, x, self.axes, True), self.inv_n))
-        var = B.multiply(B.reduce(B.add, B.multiply(xc, xc), self.axes, True), self.inv_n)
-        rstd = B.divide(1.0, B.sqrt(B.add(var, eps)))
-        xhat = B.multiply(xc, rstd)
+        n = math.prod(x.shape[x.ndim - k:])
+        self.inv_n, self.eps = 1.0 / max(n, 1), eps
+        # rows of n entries: row sums are matrix-vector products, row dot products einsums, and
+        # the full-size temporaries are updated in place (two allocations instead of five)
+        x2 = B.reshape(x, (-1, n))
+        xc = B.subtract(x2, B.multiply(B.reduce(B.add, x2, (1,), True), self.inv_n))
+        var = B.multiply(B.rowdot(xc, xc), self.inv_n)
+        rstd = B.divide(1.0, B.sqrt(B.add(var, eps)))  # (N, 1)
+        xhat = B.imul(xc, rstd)
         self.saved = (x, w, xhat, rstd)
-        out = B.multiply(xhat, w) if w is not None else xhat
+        if w is None and b is None:
+            return B.reshape(B.copy(xhat), x.shape)  # the saved xhat must not be the output
+        out = B.multiply(xhat, B.reshape(w, (n,))) if w is not None else B.copy(xhat)
         if b is not None:
-            out = B.add(out, b)
-        return out if out is not xhat else B.copy(xhat)  # the saved xhat must not be the output
+            B.iadd(out, B.reshape(b, (n,)))
+        return B.reshape(out, x.shape)
 
     def backward(self, g):
         x, w, xhat, rstd = self.saved
@@ -1299,15 +1336,32 @@ class LayerNorm(Function):
             var = B.multiply(B.sum(B.multiply(xc, xc), axis=axes, keepdims=True), inv_n)
             rstd = B.divide(1.0, B.sqrt(B.add(var, self.eps)))
             xhat = B.multiply(xc, rstd)
-        gx = gw = None
+            gx = gw = None
+            if self.needs(0):
+                gy = B.multiply(g, w) if w is not None else g
+                m1 = B.multiply(B.sum(gy, axis=axes, keepdims=True), inv_n)
+                m2 = B.multiply(B.sum(B.multiply(gy, xhat), axis=axes, keepdims=True), inv_n)
+                gx = B.multiply(B.subtract(B.subtract(gy, m1), B.multiply(xhat, m2)), rstd)
+            if self.needs(1):
+                gw = B.multiply(g, xhat)  # summed over the leading axes by the engine
+            return gx, gw, (g if self.needs(2) else None)
+        n = xhat.shape[1]
+        g2 = B.reshape(g, (-1, n))
+        gx = gw = gb = None
         if self.needs(0):
-            gy = B.multiply(g, w) if w is not None else g
-            m1 = B.multiply(B.sum(gy, axis=axes, keepdims=True), inv_n)
-            m2 = B.multiply(B.sum(B.multiply(gy, xhat), axis=axes, keepdims=True), inv_n)
-            gx = B.multiply(B.subtract(B.subtract(gy, m1), B.multiply(xhat, m2)), rstd)
+            # gx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w, in one fresh array
+            gy = B.multiply(g2, B.reshape(w, (n,))) if w is not None else B.copy(g2)
+            m1 = B.multiply(B.multiply(B.reduce(B.add, gy, (1,), True), inv_n), rstd)
+            m2 = B.multiply(B.multiply(B.rowdot(gy, xhat), inv_n), rstd)
+            B.imul(gy, rstd)
+            B.isub(gy, m1)
+            B.isub(gy, B.multiply(xhat, m2))
+            gx = B.reshape(gy, x.shape)
         if self.needs(1):
-            gw = B.multiply(g, xhat)  # summed over the leading axes by the engine
-        return gx, gw, (g if self.needs(2) else None)
+            gw = B.reshape(B.coldot(g2, xhat), w.shape)
+        if self.needs(2):
+            gb = B.reshape(B.reduce(B.add, g2, (0,)), self.parents[2].shape)
+        return gx, gw, gb
 
 
 class NllLoss(Function):
@@ -1357,6 +1411,34 @@ class BinaryCrossEntropy(Function):
                 gt = B.multiply(g, B.subtract(B.maximum(B.log(B.subtract(1, x)), -100.0),
                                               B.maximum(B.log(x), -100.0)))
         return gx, gt
+
+
+class Gelu(Function):
+    """x * Phi(x), exact ('none') or with the tanh approximation ('tanh'): one blocked pass computes
+    the output and, when a gradient is wanted (``deriv``), the derivative, so backward is one
+    multiply. Under create_graph the derivative is rebuilt from x with differentiable ops."""
+
+    def forward(self, x, approximate, deriv):
+        out, d = B.gelu(x, approximate, deriv)
+        self.approximate = approximate
+        self.saved = (x, d)
+        return out
+
+    def backward(self, g):
+        x, d = self.saved
+        if isinstance(g, Tensor):
+            d = _gelu_deriv(x, self.approximate)
+        return (B.multiply(g, d),)
+
+
+def _gelu_deriv(x: Any, approximate: str) -> Any:
+    """d/dx of x Phi(x) from Tensor ops (so it can be differentiated again)."""
+    if approximate == "none":
+        phi = ((x * (1 / math.sqrt(2))).erf() + 1) * 0.5
+        return phi + x * (x * x * -0.5).exp() * (1 / math.sqrt(2 * math.pi))
+    c = math.sqrt(2 / math.pi)
+    t = ((x + x * x * x * 0.044715) * c).tanh()
+    return (t + 1) * 0.5 + x * (1 - t * t) * (x * x * (0.5 * c * 3 * 0.044715) + 0.5 * c)
 
 
 # ---- custom ops --------------------------------------------------------------------------------

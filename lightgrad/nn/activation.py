@@ -47,8 +47,8 @@ def _activation(name: str, fn: Callable[..., Tensor], *options: str,
             parts.append("inplace=True")
         return ", ".join(parts)
 
-    __init__.__signature__ = inspect.Signature([inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)]
-                                               + params)  # type: ignore[attr-defined]
+    __init__.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)] + params)
     doc = (f"Module form of ``F.{fn.__name__}``: ``nn.{name}({', '.join(options)})``.\n\n"
            f"{(fn.__doc__ or '').strip()}")
     cls = type(name, (Module,), {"__init__": __init__, "forward": forward,

@@ -80,12 +80,12 @@ class Sequential(Module):
 
     def forward(self, input: Any) -> Any:
         for module in self._modules.values():
-            input = module(input)
+            input = module(input)  # type: ignore[misc]
         return input
 
     def __getitem__(self, idx: int | slice) -> Any:
         if isinstance(idx, slice):
-            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))  # type: ignore[arg-type]
         key = list(self._modules)[_abs_index(idx, len(self), "Sequential")]
         return self._modules[key]
 

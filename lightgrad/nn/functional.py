@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import function as Fn
-from ..autograd import no_grad
+from ..autograd import is_grad_enabled, no_grad
 from ..random import _gen
 from ..tensor import Tensor, _dim, where
 
@@ -103,12 +103,12 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly via erf ('none') or with the tanh approximation ('tanh')."""
-    if approximate == "none":
-        return input * ((input * (1 / math.sqrt(2))).erf() + 1) * 0.5
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2 / math.pi)
-        return input * (inner.tanh() + 1) * 0.5
-    raise RuntimeError("approximate argument must be either none or tanh.")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if input._data.dtype.kind != "f":
+        raise NotImplementedError(f'"GeluKernelImpl" not implemented for {input.dtype}')
+    # one fused node; the derivative is computed alongside the output only when it will be used
+    return Fn.Gelu.apply(input, approximate=approximate, deriv=input.requires_grad and is_grad_enabled())
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -711,7 +711,7 @@ def _nll(logp: Tensor, t: np.ndarray, weight: Tensor | None, ignore_index: int, 
             raise IndexError(f"Target {int(lo if lo < 0 else hi)} is out of bounds.")
     if cdim:
         grids = np.indices(tt.shape, sparse=True)
-        index = (grids[0], tt) + tuple(grids[1:])  # picks logp[n, t[n, *d], *d]
+        index = (grids[0], tt) + tuple(grids[1:])  # type: ignore[misc]  # picks logp[n, t[n, *d], *d]
     else:
         index = (tt,)
     w = None

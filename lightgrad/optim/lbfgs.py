@@ -298,7 +298,7 @@ def _wrap(v: Any) -> Any:
     if isinstance(v, list):
         return [_wrap(x) for x in v]
     if isinstance(v, np.ndarray | np.generic):
-        return _own(np.asarray(v))
+        return _own(np.asarray(v), None)  # LBFGS history lives on the heap
     return v
 
 

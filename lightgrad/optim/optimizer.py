@@ -10,6 +10,7 @@ parameter *is* a view of the flat buffer (the Tensor objects stay the same). Eac
 (``engine._accumulate``). After backward, when every gradient is such a view, one step is a fixed handful
 of NumPy passes over the flat arrays, whatever the number of parameter tensors. State buffers (``exp_avg``
 ...) are flat too, and ``state[p]`` holds Tensor views into them, so ``state_dict`` has PyTorch's layout.
+Long runs are updated in cache-sized chunks, and very long ones by two threads (NumPy releases the GIL).
 
 Anything unusual falls back to a correct slower path: a parameter whose grad is None is skipped (its state
 does not advance), a gradient the user assigned (``p.grad = g``) is read from where it is, and a parameter
@@ -19,15 +20,18 @@ whose storage was replaced (``p.data = x``) or a changed group is re-packed, sta
 from __future__ import annotations
 
 import operator
+import os
 import warnings
 from collections import defaultdict
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
 from itertools import chain
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import memory
 from ..autograd import enable_grad
 from ..tensor import _STAMP, Tensor
 
@@ -36,6 +40,28 @@ from ..tensor import _STAMP, Tensor
 # of streaming from memory each time (measured on 4M float32 elements: Adam 13.8 ms chunked vs 19.3 ms
 # in whole-array passes, SGD with momentum 3.6 vs 5.7 ms; 64-512 KiB pieces all do about as well).
 _CHUNK_BYTES = 1 << 18
+
+# Runs of at least this many elements are split across _THREADS threads.
+_THREADED_MIN = 1 << 20
+_THREADS = min(os.cpu_count() or 1, 2)
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(_THREADS - 1, 1), thread_name_prefix="lightgrad-optim")
+    return _POOL
+
+
+def _forget_pool() -> None:
+    global _POOL
+    _POOL = None  # a forked child has the pool object but not its threads
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
 
 _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("grad")
@@ -61,10 +87,11 @@ def _scalar(v: Any) -> float:
     return float(v.item()) if isinstance(v, Tensor) else float(v)
 
 
-def _own(arr: np.ndarray) -> Tensor:
-    """A Tensor over optimizer-owned heap storage (never an arena's, whatever arena is active)."""
+def _own(arr: np.ndarray, home: Any) -> Tensor:
+    """A Tensor over optimizer-owned storage: it lives where the optimizer lives (``home``, the arena
+    active when the optimizer was built, or the heap), never in the temporary arena of a step."""
     t = Tensor._make(arr)
-    t._mem = None
+    t._mem = home
     return t
 
 
@@ -84,16 +111,18 @@ class _Pack:
     __slots__ = ("params", "bounds", "flat", "grad", "views", "gviews", "versions", "bufs", "scal",
                  "inited", "n_inited", "uniform", "scratch")
 
-    def __init__(self, params: list[Tensor], dtype: np.dtype) -> None:
+    def __init__(self, params: list[Tensor], dtype: np.dtype, home: Any) -> None:
         self.params = params
         self.bounds: list[tuple[int, int]] = []
         n = 0
         for p in params:
             self.bounds.append((n, n + p._data.size))
             n += p._data.size
-        # plain NumPy, never an arena: optimizer storage must outlive any `memory.arena()` block
-        self.flat = np.empty(n, dtype)
-        self.grad = np.zeros(n, dtype)
+        # the optimizer's home (the permanent arena it was built in, or the heap): never the
+        # temporary arena active when the first step packs the parameters
+        self.flat = memory.empty_like_home(home, (n,), dtype)
+        self.grad = memory.empty_like_home(home, (n,), dtype)
+        self.grad.fill(0)
         self.views: list[np.ndarray] = []
         self.gviews: list[np.ndarray] = []
         self.versions = [p._version for p in params]
@@ -128,6 +157,9 @@ class Optimizer:
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or "
                             f"dicts, but got {type(params).__module__}.{type(params).__name__}")
         self.defaults = defaults
+        # where flat buffers and state live: the arena active now (the permanent one, in bare-lm's
+        # model) or the heap; a later reset of that arena makes step() refuse to run
+        self._home = memory.token()
         self.state: defaultdict[Tensor, Any] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
         self._packs: dict[int, tuple[dict[str, Any], list[Tensor], list[_Pack]]] = {}
@@ -231,7 +263,7 @@ class Optimizer:
                 buckets.setdefault((p._data.dtype, p.requires_grad), []).append(p)
         packs = []
         for (dtype, _), ps in buckets.items():
-            pack = _Pack(ps, dtype)
+            pack = _Pack(ps, dtype, self._home)
             for p, (a, b) in zip(ps, pack.bounds):
                 view = pack.flat[a:b].reshape(p._data.shape)
                 np.copyto(view, p._data)
@@ -240,9 +272,9 @@ class Optimizer:
                 if p.grad is not None and old is not None and p.grad._data is old and old.shape == view.shape:
                     np.copyto(gview, old)  # the gradient moves with its parameter; the Tensor stays
                     p.grad._data = gview
-                    p.grad._mem = None
+                    p.grad._mem = self._home
                 p._data = view
-                p._mem = None  # its storage is now the optimizer's heap buffer, whatever arena made it
+                p._mem = self._home  # its storage is now the optimizer's buffer, in the optimizer's home
                 p._grad_buf = gview
                 pack.views.append(view)
                 pack.gviews.append(gview)
@@ -263,7 +295,7 @@ class Optimizer:
         pack.inited = inited
         pack.n_inited = sum(inited)
         for name in names:
-            buf = np.empty(pack.size, pack.flat.dtype)
+            buf = memory.empty_like_home(self._home, (pack.size,), pack.flat.dtype)
             init = self._init_value(group, name)
             for p, (a, b), ok in zip(pack.params, pack.bounds, inited):
                 view = buf[a:b].reshape(p._data.shape)
@@ -277,14 +309,14 @@ class Optimizer:
                 else:
                     view.fill(init)
                 if ok:
-                    self.state[p][name] = _own(view)
+                    self.state[p][name] = _own(view, self._home)
             pack.bufs[name] = buf
         for name, init in self._scalars.items():
             arr = np.full(len(pack.params), init, np.float32)
             for i, (p, ok) in enumerate(zip(pack.params, inited)):
                 if ok:
                     arr[i] = _scalar(self.state[p][name])
-                    self.state[p][name] = _own(arr[i:i + 1].reshape(()))
+                    self.state[p][name] = _own(arr[i:i + 1].reshape(()), self._home)
             pack.scal[name] = arr
         self._check_uniform(pack)
         pack.scratch = []
@@ -309,9 +341,9 @@ class Optimizer:
             pa, pb = pack.bounds[i]
             st = self.state[p]
             for name in self._scalars:
-                st[name] = _own(pack.scal[name][i:i + 1].reshape(()))
+                st[name] = _own(pack.scal[name][i:i + 1].reshape(()), self._home)
             for name in names:
-                st[name] = _own(pack.bufs[name][pa:pb].reshape(p._data.shape))
+                st[name] = _own(pack.bufs[name][pa:pb].reshape(p._data.shape), self._home)
             pack.inited[i] = True
         pack.n_inited += i1 - i0
 
@@ -324,6 +356,8 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; ``closure`` (re-evaluating the loss) is called
         first under grad mode and its loss returned."""
+        if self._home is not None and not self._home[0]:
+            raise memory.reclaimed_error(self._home)
         loss = None
         if closure is not None:
             with enable_grad():
@@ -400,13 +434,28 @@ class Optimizer:
             v[i0:i1] = sc[k]
         chunk = max(_CHUNK_BYTES // pack.flat.itemsize, 1)
         n = min(pack.size, chunk)  # a run is never longer than its pack
-        if len(pack.scratch) < self._n_scratch or (n and pack.scratch[0].size < n):
-            pack.scratch = [np.empty(n, pack.flat.dtype) for _ in range(self._n_scratch)]
-        flat, bufs, scratch = pack.flat, pack.bufs, pack.scratch
-        for c in range(a, b, chunk):
-            d = min(c + chunk, b)
-            self._update(group, flat[c:d], g[c - a:d - a], {k: v[c:d] for k, v in bufs.items()}, sc, first,
-                         [t[:d - c] for t in scratch])
+        workers = _THREADS if b - a >= _THREADED_MIN and _THREADS > 1 else 1
+        if len(pack.scratch) < self._n_scratch * workers or (n and pack.scratch[0].size < n):
+            pack.scratch = [memory.empty_like_home(self._home, (n,), pack.flat.dtype)
+                            for _ in range(self._n_scratch * workers)]
+
+        starts = iter(range(a, b, chunk))
+
+        def run(scratch: list[np.ndarray]) -> None:
+            for c in starts:  # shared by the threads: each takes the next chunk when it is free
+                d = min(c + chunk, b)
+                self._update(group, pack.flat[c:d], g[c - a:d - a], {k: v[c:d] for k, v in pack.bufs.items()},
+                             sc, first, [t[:d - c] for t in scratch])
+
+        if workers == 1:
+            run(pack.scratch)
+        else:
+            # NumPy releases the GIL inside each pass, so chunks of a long run are updated in parallel
+            per = self._n_scratch
+            futures = [_pool().submit(run, pack.scratch[w * per:(w + 1) * per]) for w in range(1, workers)]
+            run(pack.scratch[:per])
+            for f in futures:
+                f.result()
         _bump_versions(pack.versions[i0:i1])
 
     # ---- gradients ---------------------------------------------------------------------------------
@@ -481,12 +530,6 @@ class Optimizer:
             for g in self.param_groups:
                 self._group_packs(g)
 
-    def _buffers_of(self, p: Tensor, groups: list[dict[str, Any]]) -> tuple[str, ...]:
-        for g in groups:
-            if any(q is p for q in g["params"]):
-                return self._buffers(g)
-        return ()
-
     def __repr__(self) -> str:
         s = type(self).__name__ + " ("
         for i, group in enumerate(self.param_groups):
@@ -512,7 +555,7 @@ def _same(a: np.ndarray) -> bool:
 def _copy_value(v: Any) -> Any:
     """A loaded state value, copied so the optimizer never shares storage with the dict it was given."""
     if isinstance(v, Tensor):
-        return _own(v._data.copy())
+        return _own(v._data.copy(), None)
     if isinstance(v, list | tuple):
         return type(v)(_copy_value(x) for x in v)
     return v
