@@ -110,10 +110,14 @@ def _floor_load(size_mb: int) -> Callable[[], Callable[[], None]]:
 WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
     "checkpoint_save_256MB": _save(256),
     "checkpoint_load_256MB": _load(256),
+    "checkpoint_save_1GB": _save(1024),
+    "checkpoint_load_1GB": _load(1024),
 }
 FLOORS: dict[str, Callable[[], Callable[[], None]]] = {
     "checkpoint_save_256MB": _floor_save(256),
     "checkpoint_load_256MB": _floor_load(256),
+    "checkpoint_save_1GB": _floor_save(1024),
+    "checkpoint_load_1GB": _floor_load(1024),
 }
 
 

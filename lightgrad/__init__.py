@@ -124,12 +124,18 @@ def set_printoptions(**kwargs: Any) -> None:
 
 
 def set_num_threads(n: builtins.int) -> None:
-    pass
+    """Threads for large elementwise ops and reductions (1, the default: none); BLAS keeps its own.
+
+    >>> lightgrad.set_num_threads(2); lightgrad.get_num_threads()
+    2
+    """
+    from . import backend
+    backend.set_num_threads(n)
 
 
 def get_num_threads() -> builtins.int:
-    import os
-    return os.cpu_count() or 1
+    from . import backend
+    return backend.get_num_threads()
 
 
 def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:

@@ -107,20 +107,22 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 
 # ---- threads -----------------------------------------------------------------------------------
-# NumPy's ufuncs release the GIL, so large elementwise ops and reductions run over slices of their
-# output in a small thread pool. Below PARALLEL_MIN elements the handoff to a thread (~20-40 us)
-# costs more than it saves. Each slice runs the same ufunc on the same memory layout, so results
-# are bit-identical to one call.
+# NumPy's ufuncs release the GIL, so with ``set_num_threads(n > 1)`` large elementwise ops and
+# reductions run over slices of their output in a small thread pool. Each slice runs the same
+# ufunc on the same memory layout, so results are bit-identical to one call. Off by default: on
+# the 2-core machine we measure on, shared with other work, every training step got slower with
+# 2 threads (the handoff to a thread costs 15-40 us, the ops are memory-bound, and BLAS already
+# uses both cores). Below PARALLEL_MIN elements a handoff never pays.
 
-PARALLEL_MIN = 1 << 16
-_threads = [max(1, min(os.cpu_count() or 1, 8))]
+PARALLEL_MIN = 1 << 18
+_threads = [1]
 _pool: list[ThreadPoolExecutor | None] = [None]
 
 
 def set_num_threads(n: int) -> None:
     """Threads used by large elementwise ops and reductions (1: everything in the caller)."""
     if n < 1:
-        raise ValueError(f"Expected a positive number of threads, but got {n}")
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
     if _pool[0] is not None and n != _threads[0]:
         _pool[0].shutdown(wait=True)
         _pool[0] = None

@@ -117,7 +117,8 @@ def _add_grad(prev: Any, pg: Any, owned: set[int]) -> Any:
         return prev
     owned.discard(id(prev))
     out = B.add(prev, pg)
-    owned.add(id(out))
+    if isinstance(out, np.ndarray):  # (0-d sums come back as NumPy scalars: not writable)
+        owned.add(id(out))
     return out
 
 

@@ -1247,10 +1247,32 @@ class Tensor:
         return self
 
     def add_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+        if self._axpy_(other, alpha):
+            return self
         return self._inplace(lambda s: s.add(other, alpha=alpha), other)
 
     def sub_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+        if isinstance(alpha, builtins.int | builtins.float) and self._axpy_(other, -alpha):
+            return self
         return self._inplace(lambda s: s.sub(other, alpha=alpha), other)
+
+    def _axpy_(self, other: Any, alpha: Any) -> builtins.bool:
+        """self += alpha * other straight into self's storage when no graph is recorded and both
+        are float tensors of one shape and dtype (every optimizer update): one temporary instead
+        of three arrays and a copy. False when that does not apply."""
+        if not (isinstance(other, Tensor) and isinstance(alpha, builtins.int | builtins.float)):
+            return False
+        d, o = self._data, other._data
+        if d.dtype != o.dtype or d.dtype.kind != "f" or d.shape != o.shape or not d.flags.writeable:
+            return False
+        if _enabled.get() and (self.requires_grad or other.requires_grad):
+            return False
+        for m in (self._mem, other._mem):
+            if m is not None and not m[0]:
+                raise reclaimed_error(m)
+        B.iadd(d, o if alpha == 1 else B.multiply(o, alpha))
+        _bump(self)
+        return True
 
     def mul_(self, other: Any) -> Tensor:
         return self._inplace(lambda s: s * other, other)
