@@ -181,18 +181,17 @@ def _big(out: np.ndarray) -> bool:
 
 def _ufunc_into(f: Any, args: tuple[Any, ...], out: np.ndarray, **kw: Any) -> np.ndarray:
     """``f(*args, out=out, **kw)``, sliced across threads when ``out`` is large."""
-    if not _big(out):
+    axis = _split_axis(out.shape) if _big(out) else -1
+    if axis < 0:
         return f(*args, out=out, **kw)
-    axis = _split_axis(out.shape)
     parts = [_slicer(x, axis, out.ndim) for x in args]
     pre = (slice(None),) * axis
     where_ = kw.pop("where", None)
     wpart = _slicer(where_, axis, out.ndim) if where_ is not None else None
 
     def run(lo: int, hi: int) -> None:
-        if wpart is not None:
-            kw["where"] = wpart(lo, hi)
-        f(*(p(lo, hi) for p in parts), out=out[pre + (slice(lo, hi),)], **kw)
+        part_kw = kw if wpart is None else dict(kw, where=wpart(lo, hi))  # one dict per thread
+        f(*(p(lo, hi) for p in parts), out=out[pre + (slice(lo, hi),)], **part_kw)
     parallel(run, out.shape[axis])
     return out
 
@@ -213,10 +212,10 @@ def where(c: Array, x: Array, y: Array) -> Array:
 
 def _copy_into(out: np.ndarray, x: Any, where_: Any = True) -> None:
     """``np.copyto(out, x, where=where_)``, sliced across threads when out is large."""
-    if not _big(out):
+    axis = _split_axis(out.shape) if _big(out) else -1
+    if axis < 0:
         np.copyto(out, x, where=where_)
         return
-    axis = _split_axis(out.shape)
     px, pw = _slicer(x, axis, out.ndim), _slicer(where_, axis, out.ndim)
     pre = (slice(None),) * axis
     parallel(lambda lo, hi: np.copyto(out[pre + (slice(lo, hi),)], px(lo, hi), where=pw(lo, hi)),
@@ -242,10 +241,10 @@ def copy(x: Array) -> Array:
 
 
 def _copy_into_unsafe(out: np.ndarray, x: np.ndarray) -> None:
-    if not _big(out):
+    axis = _split_axis(out.shape) if _big(out) else -1
+    if axis < 0:
         np.copyto(out, x, casting="unsafe")
         return
-    axis = _split_axis(out.shape)
     px = _slicer(x, axis, out.ndim)
     pre = (slice(None),) * axis
     parallel(lambda lo, hi: np.copyto(out[pre + (slice(lo, hi),)], px(lo, hi), casting="unsafe"),
@@ -583,7 +582,7 @@ def _reduced(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> t
     return tuple(s for i, s in enumerate(shape) if i not in axes)
 
 
-_ONES: dict[tuple[int, Any], np.ndarray] = {}
+_ONES: dict[Any, np.ndarray] = {}  # per dtype, _GEMV_MAX ones; a sum of n entries uses the first n
 _GEMV_MAX = 8192  # longest sum done by BLAS: its float32 accumulators drift on much longer ones
 
 
@@ -605,9 +604,10 @@ def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) 
     n = math.prod(shape[:k]) if lead else math.prod(shape[nd - k:])
     if n > _GEMV_MAX or n < 2 or x.size == 0:
         return None
-    ones = _ONES.get((n, x.dtype))
+    ones = _ONES.get(x.dtype)
     if ones is None:
-        ones = _ONES[(n, x.dtype)] = np.ones(n, x.dtype)
+        ones = _ONES[x.dtype] = np.ones(_GEMV_MAX, x.dtype)
+    ones = ones[:n]
     out = empty(_reduced(shape, tuple(ax), keepdims), x.dtype)
     flat = out.reshape(-1)
     if lead:

@@ -514,6 +514,8 @@ class Softmax(Function):
     def backward(self, g):
         y = self.saved[0]
         gy = B.multiply(g, y)
+        if isinstance(gy, np.ndarray):  # fresh: the difference goes in place
+            return (B.isub(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
         return (B.subtract(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
 
 
@@ -1156,32 +1158,35 @@ class LSTMLayer(Function):
 
     def forward(self, xp, w_hh, h0, c0, reverse):
         t_len, hid = xp.shape[0], h0.shape[1]
-        # sigmoid(x) = (1 + tanh(x/2)) / 2: halving the i, f, o rows of the projections up front
-        # (exact: a power of two) lets one tanh per step activate all four gates
+        # sigmoid(x) = (1 + tanh(x/2)) / 2: halving the i, f, o columns of each step's
+        # pre-activations (exact: a power of two) lets one tanh activate all four gates, and one
+        # multiply-add then maps the i, f, o parts to (1 + tanh) / 2; every op is a whole,
+        # contiguous (B, 4H) row block, written in place
         half = np.ones(4 * hid, xp.dtype)
         half[:2 * hid] = half[3 * hid:] = 0.5
-        xs = B.multiply(xp, half)
-        whT = B.copy(B.transpose(B.multiply(w_hh, half[:, None])))  # contiguous: a faster GEMM
+        shift = np.subtract(1, half)  # 0.5 for i, f, o; 0 for g
+        whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM
         out = B.empty((t_len + 1, *h0.shape), xp.dtype)
         gates = B.empty(xp.shape, xp.dtype)  # activated gates, saved for backward
         cells = B.empty((t_len, *h0.shape), xp.dtype)
         tanh_c = B.empty((t_len, *h0.shape), xp.dtype)
+        tmp = np.empty(h0.shape, xp.dtype)
+        mm, add, mul, tanh = np.matmul, np.add, np.multiply, np.tanh
         h, c = h0, c0
         for t in _steps(t_len, reverse):
-            z = gates[t]
-            np.matmul(h, whT, out=z)
-            z += xs[t]
-            np.tanh(z, out=z)
-            for sig in (z[:, :2 * hid], z[:, 3 * hid:]):
-                sig *= 0.5
-                sig += 0.5
-            i, f, gg, o = z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:]
-            cn = cells[t]
-            np.multiply(f, c, out=cn)
-            cn += i * gg
-            np.tanh(cn, out=tanh_c[t])
-            np.multiply(o, tanh_c[t], out=out[t])
-            h, c = out[t], cn
+            z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
+            mm(h, whT, out=z)
+            add(z, xp[t], out=z)
+            mul(z, half, out=z)
+            tanh(z, out=z)
+            mul(z, half, out=z)
+            add(z, shift, out=z)
+            mul(z[:, hid:2 * hid], c, out=cn)  # c' = f c + i g
+            mul(z[:, :hid], z[:, 2 * hid:3 * hid], out=tmp)
+            add(cn, tmp, out=cn)
+            tanh(cn, out=th)
+            mul(z[:, 3 * hid:], th, out=o)  # h' = o tanh(c')
+            h, c = o, cn
         out[t_len] = c
         self.reverse = reverse
         self.saved = (w_hh, h0, c0, out, gates, cells, tanh_c)
@@ -1205,13 +1210,16 @@ class LSTMLayer(Function):
         dz = B.empty(g4.shape, gates.dtype)
         dh = B.zeros(h0.shape, gates.dtype)
         dc = B.copy(g[t_len])
+        tmp = np.empty(h0.shape, gates.dtype)
+        dz2 = B.reshape(dz, (t_len, -1, 4 * hid))
         for t in _steps(t_len, not self.reverse):
             dh += g[t]
-            dc += dh * to_c[t]
+            np.multiply(dh, to_c[t], out=tmp)
+            dc += tmp
             np.multiply(dc[:, None, :], coef[t, :, :3], out=dz[t, :, :3])
             np.multiply(dh, coef[t, :, 3], out=dz[t, :, 3])
             dc *= f[t]
-            dh = B.matmul(B.reshape(dz[t], (-1, 4 * hid)), w_hh)
+            np.matmul(dz2[t], w_hh, out=dh)  # dz[t] is done with dh: its buffer takes the product
         flat = B.reshape(dz, (-1, 4 * hid))
         prev = _prev_states(out[:t_len], h0, self.reverse)
         gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
