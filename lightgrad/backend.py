@@ -181,6 +181,8 @@ def _big(out: np.ndarray) -> bool:
 
 def _ufunc_into(f: Any, args: tuple[Any, ...], out: np.ndarray, **kw: Any) -> np.ndarray:
     """``f(*args, out=out, **kw)``, sliced across threads when ``out`` is large."""
+    if _threads[0] == 1:
+        return f(*args, out=out, **kw)
     axis = _split_axis(out.shape) if _big(out) else -1
     if axis < 0:
         return f(*args, out=out, **kw)
@@ -271,9 +273,9 @@ def _arr(x: Any) -> bool:
 
 def _unary_op(f: np.ufunc) -> Any:
     def op(x: Array) -> Array:
-        if not isinstance(x, np.ndarray):
-            return f(x)
         a = _current.get()
+        if a is None and _threads[0] == 1 or not isinstance(x, np.ndarray):
+            return f(x)
         if a is None:
             # threads only for floats, whose result keeps x's dtype (exp of ints is float64)
             if x.dtype.kind != "f" or not _big(x):
@@ -286,9 +288,11 @@ def _unary_op(f: np.ufunc) -> Any:
 
 def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
     def op(x: Array, y: Array) -> Array:
+        a = _current.get()
+        if a is None and _threads[0] == 1:
+            return f(x, y)  # the common case first: NumPy allocates (Tensors dispatch themselves)
         if not (_arr(x) and _arr(y)):
             return f(x, y)
-        a = _current.get()
         if a is None:
             # threads only where the result dtype is plain to see: float results, or bool
             xl = x if isinstance(x, np.ndarray) else y
@@ -378,9 +382,12 @@ def expand(x: Array, shape: tuple[int, ...]) -> Array:
     if x.shape == shape:
         return x
     lead = len(shape) - x.ndim
-    if lead < 0 or not x.flags.c_contiguous and x.size != 1:
+    if x.size == 1:
+        strides: Any = (0,) * len(shape)  # a scalar gradient (the grad of a full sum)
+    elif lead < 0 or not x.flags.c_contiguous:
         return np.broadcast_to(x, shape)
-    strides = [0] * lead + [0 if n == 1 else s for n, s in zip(x.shape, x.strides)]
+    else:
+        strides = [0] * lead + [0 if n == 1 else s for n, s in zip(x.shape, x.strides)]
     v = np.ndarray(shape, x.dtype, x, 0, strides)
     v.flags.writeable = False
     return v

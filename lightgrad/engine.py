@@ -96,10 +96,6 @@ def _seed_grad(t: Tensor, g: Any) -> Any:
     return garr
 
 
-def _dense(g: Any) -> Any:
-    return g.dense() if type(g) is SliceGrad else g
-
-
 def _add_grad(prev: Any, pg: Any, owned: set[int]) -> Any:
     """prev + pg for array gradients; ``owned`` holds the ids of sums this backward made itself,
     which it may therefore add into in place (the others may be shared with other nodes)."""
@@ -149,6 +145,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     taken: dict[Any, Any] = {t._grad_fn: None for t in inputs or () if t._grad_fn is not None}
     stamp = _STAMP[0]
     owned: set[int] = set()
+    plain_leaves = not capture and only is None  # the common case: leaves just accumulate .grad
     token = _enabled.set(create_graph)
     try:
         for node in _topo(roots):
@@ -156,15 +153,17 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
             if g is None:
                 continue
             if not create_graph:
-                g = _dense(g)
-                owned.discard(id(g))
+                if type(g) is SliceGrad:
+                    g = g.dense()
+                elif owned:
+                    owned.discard(id(g))
             if node.saved is None:
                 raise RuntimeError(_FREED)
             if node.stamp != stamp:
                 _check_versions(node)
             if node.retained is not None:
                 _accumulate(node.retained, g, create_graph)
-            if node in taken:
+            if taken and node in taken:
                 taken[node] = g
             pgrads = _graph_backward(node, g) if create_graph else node.backward(g)
             for p, pg in zip(node.parents, pgrads):
@@ -174,7 +173,12 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                     pg = unbroadcast(pg, p._data.shape)
                 fn = p._grad_fn
                 if fn is None:
-                    _deliver_leaf(p, _dense(pg), grads, capture, only, create_graph)
+                    if type(pg) is SliceGrad:
+                        pg = pg.dense()
+                    if plain_leaves:
+                        _accumulate(p, pg, create_graph)
+                    else:
+                        _deliver_leaf(p, pg, grads, capture, only, create_graph)
                 else:
                     prev = grads.get(fn)
                     grads[fn] = pg if prev is None else (prev + pg if create_graph else _add_grad(prev, pg, owned))

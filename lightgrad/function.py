@@ -43,25 +43,25 @@ class Function:
     def apply(cls, *args: Any, **kw: Any) -> Any:
         ctx = cls()
         raw = []
+        need = False
         for a in args:
             if isinstance(a, Tensor):
                 m = a._mem
                 if m is not None and not m[0]:
                     raise reclaimed_error(m)  # its arena was reset: the data is gone
                 raw.append(a._data)
+                if a.requires_grad:
+                    need = True
             else:
                 raw.append(a)
         t = Tensor._make(ctx.forward(*raw, **kw))
-        if _enabled.get():
-            for a in args:
-                if isinstance(a, Tensor) and a.requires_grad:
-                    ctx.parents = args
-                    ctx.stamp = _STAMP[0]  # saved inputs modified in place after this are refused
-                    if cls.saves_out:
-                        ctx.out_version = t._version
-                    t.requires_grad = True
-                    t._grad_fn = ctx
-                    break
+        if need and _enabled.get():
+            ctx.parents = args
+            ctx.stamp = _STAMP[0]  # saved inputs modified in place after this are refused
+            if cls.saves_out:
+                ctx.out_version = t._version
+            t.requires_grad = True
+            t._grad_fn = ctx
         return t
 
     def needs(self, i: int) -> bool:

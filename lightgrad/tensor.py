@@ -1550,6 +1550,12 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        ad, bd = a._data, b._data
+        if ad.dtype == bd.dtype and (not floating or ad.dtype.kind == "f"):  # the common case
+            if ad.shape != bd.shape:
+                _check_broadcast(ad.shape, bd.shape)
+            return fn.apply(a, b)
     a, b = _promote(a, b)
     if floating:
         if isinstance(a, Tensor) and a._data.dtype.kind != "f":
