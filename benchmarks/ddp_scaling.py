@@ -1,4 +1,4 @@
-"""DistributedDataParallel scaling: an MLP training step on 1 and 2 MPI processes.
+"""DistributedDataParallel scaling: an MLP (or, with --model transformer, the transformer) step on 1 and 2 MPI processes.
 
     python -m benchmarks.ddp_scaling            # prints a table; --json for one JSON line
 
@@ -58,11 +58,18 @@ def worker(args: argparse.Namespace) -> None:
     dist.init_process_group("mpi", timeout=120)
     rank, world = dist.get_rank(), dist.get_world_size()
     lg.manual_seed(rank)
-    x = lg.randn(args.batch, 784)
-    y = lg.randint(0, 10, (args.batch,))
+    if args.model == "transformer":
+        from benchmarks.nn_models import transformer_block_lm
+        x = lg.randint(0, 65, (args.batch, 64))
+        y = lg.randint(0, 65, (args.batch, 64))
+    else:
+        x = lg.randn(args.batch, 784)
+        y = lg.randint(0, 10, (args.batch,))
 
     def mlp() -> nn.Module:
         lg.manual_seed(0)
+        if args.model == "transformer":
+            return transformer_block_lm(lg)
         return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
 
     def stepper(model: nn.Module) -> Any:
@@ -70,7 +77,8 @@ def worker(args: argparse.Namespace) -> None:
 
         def step() -> None:
             opt.zero_grad()
-            F.cross_entropy(model(x), y).backward()
+            out = model(x)
+            F.cross_entropy(out.reshape(-1, out.shape[-1]), y.reshape(-1)).backward()
             opt.step()
         return step
 
@@ -132,7 +140,8 @@ def worker(args: argparse.Namespace) -> None:
 
 def _launch(n: int, args: argparse.Namespace) -> dict[str, Any]:
     from lightgrad.distributed import launch_command
-    cmd = launch_command(n) + ["-m", "benchmarks.ddp_scaling", "--worker", "--batch", str(args.batch),
+    cmd = launch_command(n) + ["-m", "benchmarks.ddp_scaling", "--worker", "--model", args.model,
+                               "--batch", str(args.batch),
                                "--steps", str(args.steps), "--warmup", str(args.warmup),
                                "--repeats", str(args.repeats)]
     # one BLAS thread per rank, so that N ranks use N cores and the comparison is per core
@@ -159,7 +168,8 @@ def _best(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batch", type=int, default=512, help="per rank")
+    p.add_argument("--model", choices=["mlp", "transformer"], default="mlp")
+    p.add_argument("--batch", type=int, default=None, help="per rank (default 512 for the MLP, 16 for the transformer)")
     p.add_argument("--steps", type=int, default=10, help="steps per timed repeat")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--warmup", type=int, default=3)
@@ -167,6 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON line instead of a table")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.batch is None:
+        args.batch = 16 if args.model == "transformer" else 512
     if args.worker:
         worker(args)
         return
@@ -196,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         print(json.dumps(summary))
         return
-    print(f"MLP 784-512-256-10, batch {b} per rank, 1 BLAS thread per rank, {os.cpu_count()} cores; "
+    print(f"{'one-block transformer LM' if args.model == 'transformer' else 'MLP 784-512-256-10'}, batch {b} per rank, 1 BLAS thread per rank, {os.cpu_count()} cores; "
           f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}")
     print(f"{'':38}{'ms/step':>10}{'samples/s':>12}{'CPU ms/step':>14}")
     rows = [("1 process, no DDP", one["plain_s"], b / one["plain_s"], one["plain_cpu_s"]),

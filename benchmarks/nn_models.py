@@ -100,7 +100,22 @@ def _transformer_step(T: Any) -> Callable[[], None]:
         model(idx).reshape(-1, vocab), tgt.reshape(-1)), 0.01)
 
 
+def _mlp_fwd_bwd(T: Any) -> Callable[[], None]:
+    """Issue 3's workload (a) exactly: forward, cross-entropy and backward, no update."""
+    T.manual_seed(0)
+    model = mlp(T)
+    rng = np.random.default_rng(0)
+    x = T.tensor(rng.standard_normal((128, 784)).astype(np.float32))
+    y = T.tensor(rng.integers(0, 10, 128))
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        T.nn.functional.cross_entropy(model(x), y).backward()
+    return step
+
+
 WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
+    "mlp_784_512_256_10_b128_fwd_bwd": _mlp_fwd_bwd,
     "mlp_784_512_256_10_b128_train_step": _mlp_step,
     "transformer_block_lm_b16_t64_train_step": _transformer_step,
 }

@@ -30,6 +30,19 @@ def measure(step, min_sample_s: float = 0.15, samples: int = 7) -> tuple[float, 
     return statistics.median(times) * 1e3, n
 
 
+def peak_rss_kb() -> int:
+    """This process's peak resident memory. /proc's VmHWM belongs to the address space made at
+    exec; getrusage's ru_maxrss is not reset by exec on Linux and would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def main() -> None:
     mod_name, workload, framework = sys.argv[1:4]
     mod = importlib.import_module(f"benchmarks.{mod_name}")
@@ -41,7 +54,7 @@ def main() -> None:
             fw.manual_seed(0)
         step = mod.WORKLOADS[workload](fw)
     ms, n = measure(step)
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_kb = peak_rss_kb()
     print(json.dumps({"module": mod_name, "workload": workload, "framework": framework,
                       "ms": ms, "inner": n, "peak_rss_mb": rss_kb / 1024}))
 
