@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, addcdiv_, addcmul_, check, check_betas, check_lr, effective_grad, lerp_
+from .optimizer import Optimizer, _scalar, addcdiv_, check, check_betas, check_lr, adam_moments
 
 
 class Adam(Optimizer):
@@ -41,14 +41,8 @@ class Adam(Optimizer):
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (_scalar(b) for b in group["betas"])
         step = sc["step"]
-        if wd != 0 and group["decoupled_weight_decay"]:
-            p *= 1 - lr * wd
-            wd = 0.0
-        g = effective_grad(p, g, t[0], group["maximize"], wd)
+        g = adam_moments(group, p, g, s, t, lr, wd, beta1, beta2)
         m, v = s["exp_avg"], s["exp_avg_sq"]
-        lerp_(m, g, 1 - beta1, t[1])
-        v *= beta2
-        addcmul_(v, g, g, 1 - beta2, t[1])
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         if group["amsgrad"]:

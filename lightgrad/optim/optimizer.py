@@ -564,6 +564,21 @@ def _copy_value(v: Any) -> Any:
 # ---- array helpers shared by the update rules ------------------------------------------------------
 # Each mirrors one PyTorch kernel's order of operations, so float32 results round the same way.
 
+def adam_moments(group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
+                 t: list[np.ndarray], lr: float, wd: float, beta1: float, beta2: float) -> np.ndarray:
+    """The Adam family's shared first half: weight decay (decoupled, as AdamW, or added to the
+    gradient), then ``exp_avg = lerp(exp_avg, g, 1 - beta1)`` and
+    ``exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2``; returns the gradient that was used."""
+    if wd != 0 and group["decoupled_weight_decay"]:
+        p *= 1 - lr * wd
+        wd = 0.0
+    g = effective_grad(p, g, t[0], group["maximize"], wd)
+    lerp_(s["exp_avg"], g, 1 - beta1, t[1])
+    s["exp_avg_sq"] *= beta2
+    addcmul_(s["exp_avg_sq"], g, g, 1 - beta2, t[1])
+    return g
+
+
 def effective_grad(p: np.ndarray, g: np.ndarray, t: np.ndarray, maximize: bool, weight_decay: float) -> np.ndarray:
     """The gradient an update uses: ``-g`` when maximizing, plus ``weight_decay * p`` (L2, coupled); ``g``
     itself is never changed (it is the user's ``p.grad``). The result is ``g`` or scratch ``t``."""
