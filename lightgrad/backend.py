@@ -11,7 +11,6 @@ import ctypes
 import math
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -116,7 +115,7 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 PARALLEL_MIN = 1 << 18
 _threads = [1]
-_pool: list[ThreadPoolExecutor | None] = [None]
+_pool: list[Any] = [None]  # a ThreadPoolExecutor once threads are turned on
 
 
 def set_num_threads(n: int) -> None:
@@ -142,6 +141,7 @@ def parallel(fn: Any, n: int) -> None:
         return
     pool = _pool[0]
     if pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # only when threads are used
         pool = _pool[0] = ThreadPoolExecutor(_threads[0] - 1, thread_name_prefix="lightgrad")
     bounds = [n * i // k for i in range(k + 1)]
     err = np.geterr()  # NumPy's error state is per thread: the workers take the caller's

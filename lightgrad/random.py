@@ -13,11 +13,17 @@ class Generator:
 
     def __init__(self, device: Any = "cpu") -> None:
         self._seed = 0
-        self.rng = np.random.Generator(np.random.PCG64(0))
+        self._rng: np.random.Generator | None = None  # made on first use: numpy.random imports slowly
+
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self._rng
 
     def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
-        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._rng = None
         return self
 
     def seed(self) -> int:
@@ -40,6 +46,8 @@ class Generator:
 
     # numpy-like draws used by ops
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # (copy and pickle probe attributes before __init__ has run)
+            raise AttributeError(name)
         return getattr(self.rng, name)
 
 
