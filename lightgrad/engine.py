@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -9,6 +10,7 @@ import numpy as np
 from . import backend as B
 from .autograd import _enabled
 from .function import Function, SliceGrad, unbroadcast
+from .memory import _current as _arena
 from .memory import empty_like_home
 from .tensor import _STAMP, Tensor
 
@@ -176,7 +178,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                     if type(pg) is SliceGrad:
                         pg = pg.dense()
                     if plain_leaves:
-                        _accumulate(p, pg, create_graph)
+                        _accumulate(p, pg, create_graph, steal=True)
                     else:
                         _deliver_leaf(p, pg, grads, capture, only, create_graph)
                 else:
@@ -204,7 +206,12 @@ def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only:
         _accumulate(t, g, create_graph)
 
 
-def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
+# References a gradient array has inside _accumulate when only the engine's loop holds it: the
+# backward's result tuple, zip's cached pair, the loop variable, the parameter, getrefcount's own.
+_EXCLUSIVE_REFS = 5
+
+
+def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> None:
     if create_graph:
         g = g if isinstance(g, Tensor) else Tensor._make(g)
         t.grad = g if t.grad is None else t.grad + g
@@ -217,7 +224,12 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool) -> None:
             # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
             # gradient home there, reused by every backward: steps then allocate nothing for it
             buf = t._grad_buf = empty_like_home(t._mem, t._data.shape, t._data.dtype)
-        if buf is not None and buf.shape == g.shape and buf.dtype == g.dtype:
+        if (steal and buf is None and t._mem is None and type(g) is np.ndarray and g.base is None
+                and g.flags.writeable and _arena.get() is None and sys.getrefcount(g) <= _EXCLUSIVE_REFS):
+            # a fresh heap gradient nobody else holds becomes .grad as it is (PyTorch steals it
+            # too): no copy of every weight's gradient on every backward
+            t.grad = Tensor._make(g)
+        elif buf is not None and buf.shape == g.shape and buf.dtype == g.dtype:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
             B.copyto(buf, g)
             t.grad = Tensor._make(buf)
