@@ -6,15 +6,14 @@ lightgrad.Size([2, 8, 16, 16])
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from ..tensor import Tensor, empty
+from ..tensor import Tensor
 from . import functional as F
 from . import init
 from ._spatial import _tuple
 from .module import Module
-from .parameter import Parameter
+from .parameter import _weight_and_bias
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold"]
 
@@ -71,20 +70,11 @@ class _ConvNd(Module):
         self._reversed_padding_repeated_twice = rev
         shape = ((in_channels, out_channels // groups) if self.transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
-        self.weight = Parameter(empty(*shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, shape, out_channels, bias, dtype, device)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        init._layer_default_(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

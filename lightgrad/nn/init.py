@@ -211,3 +211,13 @@ kaiming_uniform, kaiming_normal, orthogonal = kaiming_uniform_, kaiming_normal_,
 __all__ = ["calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_",
            "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_",
            "zeros_"]
+
+
+def _layer_default_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default for Linear and Conv layers: ``kaiming_uniform_(a=sqrt(5))`` for the weight
+    and U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for the bias (zeros when fan_in is 0)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in, _ = _calculate_fan_in_and_fan_out(weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        uniform_(bias, -bound, bound)

@@ -88,4 +88,12 @@ def is_lazy(param: Any) -> bool:
     return False
 
 
+def _weight_and_bias(m: Any, weight_shape: tuple[int, ...], out: int, bias: bool, dtype: Any, device: Any) -> None:
+    """Register a layer's weight and, if ``bias``, its bias of size ``out`` (uninitialised: the
+    layer's reset_parameters fills them), or None in the bias's place."""
+    from ..tensor import empty
+    m.weight = Parameter(empty(*weight_shape, dtype=dtype, device=device))
+    m.register_parameter("bias", Parameter(empty(out, dtype=dtype, device=device)) if bias else None)
+
+
 __all__ = ["Buffer", "Parameter"]
