@@ -5,12 +5,16 @@ gradients of intermediates) is carved from a temporary arena that is reset in O(
 so after the first step training allocates nothing.
 
     python examples/xor.py
+    python examples/xor.py --compile           # the step captured once and replayed (lightgrad.compile)
     FRAMEWORK=torch python examples/xor.py     # same network on PyTorch (no arenas)
+
+With ``--compile`` the step runs in the replay plan's own arena instead of the temporary one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 
 import numpy as np
 
@@ -20,9 +24,9 @@ torch = framework()
 nn = torch.nn
 
 
-def main(epochs: int = 500, log: bool = True) -> list[float]:
-    arenas = hasattr(torch, "memory")
-    perm = torch.memory.Arena("1MB", name="permanent") if arenas else contextlib.nullcontext()
+def main(epochs: int = 500, log: bool = True, compiled: bool = False) -> list[float]:
+    arenas = hasattr(torch, "memory") and not compiled
+    perm = torch.memory.Arena("1MB", name="permanent") if hasattr(torch, "memory") else contextlib.nullcontext()
     temp = torch.memory.Arena("1MB", name="temp") if arenas else None
     with perm:
         x = torch.tensor(np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32))
@@ -30,14 +34,20 @@ def main(epochs: int = 500, log: bool = True) -> list[float]:
         model = nn.Sequential(nn.Linear(2, 4), nn.Sigmoid(), nn.Linear(4, 1), nn.Sigmoid())
         numpy_init(torch, model, seed=3)
         opt = torch.optim.SGD(model.parameters(), lr=2.0, momentum=0.9)
+
+    def step() -> torch.Tensor:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+
+    if compiled:
+        step = torch.compile(step)
     losses = []
     for epoch in range(epochs):
         with temp if arenas else contextlib.nullcontext():
-            loss = nn.functional.mse_loss(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
+            losses.append(step().item())
         if arenas:
             temp.reset()
         if log and epoch % 100 == 0:
@@ -46,10 +56,10 @@ def main(epochs: int = 500, log: bool = True) -> list[float]:
         with torch.no_grad():
             print("predictions:", [round(v, 3) for v in model(x).reshape(-1).tolist()])
         print(f"final loss {losses[-1]:.5f}")
-        if arenas:
+        if hasattr(torch, "memory"):
             print(torch.memory.stats())
     return losses
 
 
 if __name__ == "__main__":
-    main()
+    main(compiled="--compile" in sys.argv[1:])

@@ -143,10 +143,13 @@ def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.boo
 
 
 def compile(model: Any = None, **kwargs: Any) -> Any:  # noqa: A001
-    """Returns ``model`` unchanged (eager execution)."""
-    if model is None:
-        return lambda m: m
-    return model
+    """Trace a training step once per input signature and replay it: ``step = compile(train_step)``.
+
+    A module is returned unchanged (its forward alone runs eagerly); see ``lightgrad.compiler``'s
+    module documentation for what a step may do.
+    """
+    from .compiler import compile as _compile
+    return _compile(model, **kwargs)
 
 
 def save(obj: Any, f: Any, **kwargs: Any) -> None:

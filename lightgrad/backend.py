@@ -459,15 +459,16 @@ def _blocked(kernel: Any, x: np.ndarray, nout: int, nscratch: int) -> list[np.nd
     n = xf.size
     nb = -(-n // _BLOCK)
 
-    def run(lo: int, hi: int) -> None:
-        scratch = [np.empty(min(_BLOCK, n), x.dtype) for _ in range(nscratch)]
+    def run(lo: int, hi: int, scratch: list[np.ndarray] | None = None) -> None:
+        if scratch is None:  # a thread of the pool: its own scratch
+            scratch = [np.empty(min(_BLOCK, n), x.dtype) for _ in range(nscratch)]
         for b in range(lo, hi):
             s, e = b * _BLOCK, min((b + 1) * _BLOCK, n)
             kernel(xf[s:e], [f[s:e] for f in flat], [t[:e - s] for t in scratch])
-    if n >= PARALLEL_MIN:
+    if n >= PARALLEL_MIN and _threads[0] > 1:
         parallel(run, nb)
     else:
-        run(0, nb)
+        run(0, nb, [empty((min(_BLOCK, n),), x.dtype) for _ in range(nscratch)])  # from the arena if one is active
     return outs
 
 

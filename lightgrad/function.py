@@ -1373,16 +1373,43 @@ class LayerNorm(Function):
 
 
 class NllLoss(Function):
-    """Negative log-likelihood: the entries of ``x`` at ``index`` (one per target, an advanced
-    index), times ``weight``, negated; summed and divided by ``denom`` unless it is None (no
-    reduction). Cross-entropy is log_softmax then this: one node, no one-hot matrix. The backward
-    needs only the indices, so it is exact under create_graph too."""
+    """Negative log-likelihood: the entries of ``x`` (class dim 1, or 0 when 1-D) picked by the
+    class indices ``t``, times the class ``weight``, with ``ignore_index`` targets left out;
+    negated, and summed and averaged as ``reduction`` says. Cross-entropy is log_softmax then this:
+    one node, no one-hot matrix. The backward needs only the indices, so it is exact under
+    create_graph too."""
 
-    def forward(self, x, index, weight, denom):
-        self.shape, self.index, self.weight, self.denom = x.shape, index, weight, denom
+    def forward(self, x, t, weight, ignore_index, reduction):
+        cdim = 1 if x.ndim > 1 else 0
+        c = x.shape[cdim]
+        t = B.asarray(t, np.int64)
+        valid = B.not_equal(t, ignore_index)
+        ignoring = not valid.all()
+        tt = B.where(valid, t, 0) if ignoring else t
+        if tt.size:
+            lo, hi = tt.min(), tt.max()
+            if lo < 0 or hi >= c:
+                raise IndexError(f"Target {int(lo if lo < 0 else hi)} is out of bounds.")
+        if cdim:
+            grids = B.indices(tt.shape, sparse=True)
+            index = (grids[0], tt) + tuple(grids[1:])  # picks x[n, t[n, *d], *d]
+        else:
+            index = (tt,)
+        w = None
+        if weight is not None or ignoring:
+            w = B.asarray(weight[tt], x.dtype) if weight is not None else B.ones(tt.shape, x.dtype)
+            if ignoring:
+                w = B.asarray(B.where(valid, w, 0), x.dtype)
+        if reduction == "none":
+            denom = None
+        elif reduction == "sum":
+            denom = 1.0
+        else:
+            denom = float(w.sum()) if w is not None else float(tt.size)
+        self.shape, self.index, self.weight, self.denom = x.shape, index, w, denom
         picked = B.take(x, index)
-        if weight is not None:
-            picked = B.multiply(picked, weight)
+        if w is not None:
+            picked = B.multiply(picked, w)
         if denom is None:
             return B.negative(picked)
         return B.asarray(B.reduce(B.add, picked, None) * self._scale(), x.dtype)

@@ -698,44 +698,18 @@ def _class_target(input: Tensor, target: Tensor) -> np.ndarray:
     return t.astype(np.int64, copy=False)
 
 
-def _nll(logp: Tensor, t: np.ndarray, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
+def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
     """-logp[target] per element with weights and ignored targets; class dim is 1 (0 if 1-D)."""
-    cdim = 1 if logp.ndim > 1 else 0
-    c = logp.shape[cdim]
-    valid = t != ignore_index
-    ignoring = not valid.all()
-    tt = np.where(valid, t, 0) if ignoring else t
-    if tt.size:
-        lo, hi = tt.min(), tt.max()
-        if lo < 0 or hi >= c:
-            raise IndexError(f"Target {int(lo if lo < 0 else hi)} is out of bounds.")
-    if cdim:
-        grids = np.indices(tt.shape, sparse=True)
-        index = (grids[0], tt) + tuple(grids[1:])  # type: ignore[misc]  # picks logp[n, t[n, *d], *d]
-    else:
-        index = (tt,)
-    w = None
-    if weight is not None or ignoring:
-        dt = logp._data.dtype
-        w = weight._data[tt].astype(dt, copy=False) if weight is not None else np.ones(tt.shape, dt)
-        if ignoring:
-            w = np.where(valid, w, 0).astype(dt, copy=False)
-    if reduction == "none":
-        denom = None
-    elif reduction == "sum":
-        denom = 1.0
-    else:
-        denom = float(w.sum()) if w is not None else float(tt.size)
-    return Fn.NllLoss.apply(logp, index=index, weight=w, denom=denom)
+    return Fn.NllLoss.apply(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
              ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of class indices given log-probabilities (N, C, *d)."""
     reduction = _reduction(size_average, reduce, reduction)
-    t = _class_target(input, target)
+    _class_target(input, target)
     _check_class_weight(input, weight)
-    return _nll(input, t, weight, ignore_index, reduction)
+    return _nll(input, target, weight, ignore_index, reduction)
 
 
 def _check_class_weight(input: Tensor, weight: Tensor | None) -> None:
@@ -774,7 +748,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         return total if reduction == "sum" else total / (input.numel() // c if c else float("nan"))
     t = _class_target(input, target)
     logp = input.log_softmax(cdim)
-    nll = _nll(logp, t, weight, ignore_index, reduction)
+    nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:
         return nll
     # the smoothing term: -sum_c w_c logp_c / C per element, ignored targets excluded

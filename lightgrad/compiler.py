@@ -1,0 +1,637 @@
+"""Capture and replay of training steps: ``step = lightgrad.compile(train_step)``.
+
+The first call with a given signature (shapes and dtypes of the tensor arguments, the other
+arguments' values) runs ``fn`` eagerly while recording every array computation it makes, at the
+level where lightgrad computes: primitive forwards and backwards, the engine's gradient sums and
+accumulation into leaves, backend calls made by composite code, tensor creation, and the
+optimizer and scheduler steps (kept as live calls: they read Python state such as the step count
+and learning rate). The record becomes one generated Python function of plain NumPy-level calls:
+no Tensors, no graph, no engine walk. The second call runs it with a measuring allocator that
+records each buffer's size and lifetime; buffers whose lifetimes do not overlap are then planned
+into one arena, and every later call replays into those fixed buffers without allocating.
+
+What is not recorded makes the signature fall back to eager execution, with a warning that says
+why: reading tensor values in the step (``.item()``, ``bool(t)``, ``.tolist()``, ``.numpy()``),
+drawing random numbers outside a primitive (dropout, ``randn``), ``autograd.grad``,
+``create_graph``/``retain_graph``, ``retain_grad``, an optimizer closure, or an array made by code
+that bypasses lightgrad's ops. Python side effects other than those (printing, appending to a list)
+happen on the tracing call only. Tensors returned by a replayed call live in the plan's arena:
+they are valid until the next call, and reading one after that raises (copy with ``.clone()`` or
+take ``.item()`` to keep a value).
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import gc
+import re
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import backend as B
+from . import memory as M
+from .function import Function, SliceGrad
+from .tensor import Tensor
+
+# the modules themselves (the package exports functions named ``tensor`` and the like)
+E = sys.modules[__package__ + ".engine"]
+R = sys.modules[__package__ + ".random"]
+T = sys.modules[__package__ + ".tensor"]
+
+# backend functions that only compute metadata or configure: not recorded
+_METADATA = {"errstate", "broadcast_shape", "result_type", "can_cast", "set_num_threads", "get_num_threads",
+             "parallel"}
+_lock = threading.Lock()  # one trace at a time: tracing patches classes and modules
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _flatten(obj: Any, out: list[Tensor]) -> Any:
+    """The structure of ``obj`` with every Tensor replaced by its index in ``out`` (a signature)."""
+    if isinstance(obj, Tensor):
+        out.append(obj)
+        return ("T", obj._data.shape, obj._data.dtype.str, obj.requires_grad)
+    if isinstance(obj, list | tuple):
+        return (type(obj).__name__, tuple(_flatten(o, out) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _flatten(v, out)) for k, v in obj.items()))
+    if isinstance(obj, np.ndarray):
+        raise TypeError("compile: pass arrays as Tensors (lightgrad.from_numpy(a)), got a NumPy array")
+    hash(obj)  # other arguments are part of the signature: they must be hashable values
+    return ("V", obj)
+
+
+# ---- tracing ----------------------------------------------------------------------------------
+
+class _Tracer:
+    """Records one eager run of a step as lines of generated code over named values."""
+
+    def __init__(self, inputs: list[Tensor]) -> None:
+        self.thread = threading.get_ident()
+        self.depth = 0  # > 0 inside a recorded call: what it does inside is not recorded again
+        self.reason: str | None = None
+        self.vals: dict[int, str] = {}  # id(array or gradient object) -> value name
+        self.keep: list[Any] = []  # keeps traced objects alive, so their ids stay unique
+        self.ns: dict[str, Any] = {"_asarray": np.asarray}
+        self.lines: list[str] = []
+        self.ext_tensors: dict[int, str] = {}  # id(tensor) -> name of the value read at the start
+        self.prologue: list[str] = []
+        self.nodes: dict[int, str] = {}  # id(traced Function node) -> its name in ns
+        self.n = 0
+        # arrays that existed before the trace (tensors' data): external state read live
+        # (type(), not isinstance: some objects of other libraries answer __class__ with a warning)
+        self.before = {id(o._data) for o in gc.get_objects() if issubclass(type(o), Tensor)}
+        self.args = []
+        for t in inputs:
+            name = self.value(t._data)
+            self.args.append(name)
+
+    def fail(self, why: str) -> None:
+        if self.reason is None:
+            self.reason = why
+
+    def value(self, obj: Any) -> str:
+        """A fresh name for an object the trace produced."""
+        self.n += 1
+        name = f"v{self.n}"
+        self.vals[id(obj)] = name
+        self.keep.append(obj)
+        return name
+
+    def const(self, obj: Any) -> str:
+        self.n += 1
+        name = f"c{self.n}"
+        self.ns[name] = obj
+        return name
+
+    def ref(self, x: Any, who: str) -> str:
+        """The expression for an argument of a recorded call."""
+        if isinstance(x, Tensor):
+            name = self.vals.get(id(x._data))
+            if name is not None:
+                return name
+            if id(x._data) not in self.before:
+                self.fail(f"{who} reads a tensor made outside lightgrad's recorded ops")
+            name = self.ext_tensors.get(id(x))
+            if name is None:
+                tname = self.const(x)
+                name = self.value(x._data)
+                self.ext_tensors[id(x)] = name
+                self.prologue.append(f"{name} = {tname}._data")
+            return name
+        if isinstance(x, np.ndarray | SliceGrad):
+            name = self.vals.get(id(x))
+            if name is not None:
+                return name
+            if id(x) not in self.before and not (isinstance(x, np.ndarray) and not x.flags.writeable):
+                self.fail(f"{who} reads an array made outside lightgrad's recorded ops")
+            return self.const(x)  # read-only constants (the engine's seed ones) and raw external arrays
+        if isinstance(x, list | tuple):
+            inner = ", ".join(self.ref(o, who) for o in x)
+            return f"({inner},)" if isinstance(x, tuple) else f"[{inner}]"
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{k!r}: {self.ref(v, who)}" for k, v in x.items()) + "}"
+        return self.const(x)
+
+    def call(self, fn_expr: str, args: tuple[Any, ...], kw: dict[str, Any], who: str) -> str:
+        parts = [self.ref(a, who) for a in args] + [f"{k}={self.ref(v, who)}" for k, v in kw.items()]
+        return f"{fn_expr}({', '.join(parts)})"
+
+    def out(self, result: Any) -> str:
+        """The assignment target for a call's result: a name per array (tuples unpacked)."""
+        if isinstance(result, tuple):
+            return "(" + "".join(self.out(r) + ", " for r in result) + ")"
+        if isinstance(result, np.ndarray | SliceGrad):
+            return self.value(result)
+        return "_"
+
+    def active(self) -> bool:
+        return self.depth == 0 and self.reason is None and threading.get_ident() == self.thread
+
+
+def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
+    """Wrap a backend or engine function: a call from composite code (depth 0) becomes a line."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kw: Any) -> Any:
+        if not tr.active():
+            return fn(*args, **kw)
+        tr.depth += 1
+        try:
+            r = fn(*args, **kw)
+        finally:
+            tr.depth -= 1
+        if isinstance(r, np.generic):
+            r = np.asarray(r)
+            expr = "_asarray(" + tr.call(tr.const(fn), args, kw, name) + ")"
+        else:
+            expr = tr.call(tr.const(fn), args, kw, name)
+        tr.lines.append(f"{tr.out(r)} = {expr}")
+        return r
+    return wrapper
+
+
+class _Patches:
+    """Attribute replacements undone in reverse order."""
+
+    def __init__(self) -> None:
+        self.undo: list[tuple[Any, str, Any, bool]] = []
+
+    def set(self, obj: Any, attr: str, value: Any) -> None:
+        own = attr in vars(obj)
+        self.undo.append((obj, attr, vars(obj).get(attr), own))
+        setattr(obj, attr, value)
+
+    def restore(self) -> None:
+        for obj, attr, old, own in reversed(self.undo):
+            if own:
+                setattr(obj, attr, old)
+            else:
+                delattr(obj, attr)
+        self.undo.clear()
+
+
+def _subclasses(cls: type) -> list[type]:
+    out, todo = [], [cls]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        todo.extend(c.__subclasses__())
+    return out
+
+
+def _ghost(p: Any) -> Any:
+    """A data-less stand-in for a node's parent: backward formulas read only shape, dtype and
+    requires_grad from their parents, and the traced graph's arrays can then be freed."""
+    if not isinstance(p, Tensor):
+        return p
+    g = Tensor._make(np.broadcast_to(np.empty((), p._data.dtype), p._data.shape))
+    g.requires_grad = p.requires_grad
+    return g
+
+
+def _install(tr: _Tracer, patches: _Patches) -> None:
+    from .nn.module import Module
+    from .optim.lr_scheduler import LRScheduler
+    from .optim.optimizer import Optimizer
+
+    orig_apply = Function.apply.__func__  # type: ignore[attr-defined]
+    patched_backward: set[type] = set()
+
+    def apply(cls: Any, *args: Any, **kw: Any) -> Any:
+        if not tr.active():
+            return orig_apply(cls, *args, **kw)
+        tr.depth += 1
+        try:
+            t = orig_apply(cls, *args, **kw)
+        finally:
+            tr.depth -= 1
+        node = t._grad_fn
+        if node is None:
+            node = cls()
+            node.parents = tuple(_ghost(a) for a in args)
+        node_name = tr.const(node)
+        tr.nodes[id(node)] = node_name
+        expr = tr.call(f"{node_name}.forward", args, kw, cls.__name__)
+        if t._data.ndim == 0:
+            expr = f"_asarray({expr})"  # Tensor._make turns NumPy scalars into 0-d arrays
+        tr.lines.append(f"{tr.value(t._data)} = {expr}")
+        if cls not in patched_backward and t._grad_fn is not None:
+            patched_backward.add(cls)
+            patches.set(cls, "backward", _recorded_backward(tr, cls.backward))
+        return t
+
+    patches.set(Function, "apply", classmethod(apply))
+    patches.set(E, "unbroadcast", _recorded(tr, E.unbroadcast, "unbroadcast"))
+    orig_seed = E._seed_grad
+
+    def seed(t: Tensor, g: Any) -> Any:
+        r = orig_seed(t, g)
+        if tr.active() and g is None:
+            tr.vals[id(r)] = tr.const(r)  # the implicit gradient of a scalar: a read-only one
+        return r
+
+    patches.set(E, "_seed_grad", seed)
+    add_fresh = _recorded(tr, _add_grad_fresh, "gradient sum")
+    orig_add = E._add_grad
+    # the sums' in-place fast path keys on ids, which a replay cannot carry over: replayed sums
+    # start from an empty set of owned arrays (same values, one more buffer)
+    patches.set(E, "_add_grad", lambda prev, pg, owned: add_fresh(prev, pg) if tr.active()
+                else orig_add(prev, pg, owned))
+
+    orig_accumulate = E._accumulate
+
+    def accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> None:
+        if not tr.active():
+            return orig_accumulate(t, g, create_graph, steal)
+        if t._grad_buf is None and t._mem is None and t.grad is None:
+            # a fixed home for this leaf's gradient, as an optimizer's flat buffer gives: replayed
+            # steps then write gradients there instead of allocating one per step
+            t._grad_buf = np.empty_like(t._data)
+        tr.depth += 1
+        try:
+            orig_accumulate(t, g, create_graph)
+        finally:
+            tr.depth -= 1
+        expr = f"{tr.const(_accumulate_into)}({tr.const(t)}, {tr.ref(g, 'gradient accumulation')})"
+        tr.lines.append(f"{tr.value(t.grad._data)} = {expr}")  # type: ignore[union-attr]
+        return None
+
+    patches.set(E, "_accumulate", accumulate)
+
+    orig_run = T.run_backward
+
+    def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: bool = False,
+                     create_graph: bool = False, inputs: Any = None, accumulate_only: Any = None) -> Any:
+        if tr.active():
+            if inputs is not None or create_graph or retain_graph or accumulate_only is not None or len(outputs) != 1:
+                tr.fail("autograd.grad, create_graph, retain_graph, backward(inputs=) or several outputs")
+        return orig_run(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate_only)
+
+    patches.set(T, "run_backward", run_backward)
+    patches.set(SliceGrad, "dense", _recorded(tr, SliceGrad.dense, "SliceGrad.dense"))
+
+    # backend calls made by composite code (in-place updates, casts, creation helpers)
+    for name, fn in list(vars(B).items()):
+        if callable(fn) and not isinstance(fn, type) and not name.startswith("_") and name not in _METADATA:
+            patches.set(B, name, _recorded(tr, fn, f"backend.{name}"))
+
+    orig_new = T._new
+
+    def new(arr: np.ndarray, requires_grad: bool, heap: bool = False) -> Tensor:
+        t = orig_new(arr, requires_grad, heap)
+        if tr.active() and heap:
+            tr.fail("tensor()/as_tensor()/from_numpy() in the step (pass data in as arguments)")
+        elif tr.active():
+            # a tensor made in the step (zeros, arange, tensor([...])): replayed as a copy of its
+            # value then, so in-place updates of it in the step start from the same value each time
+            snap = np.array(t._data, copy=True)
+            snap.flags.writeable = False
+            tr.lines.append(f"{tr.value(t._data)} = copy({tr.const(snap)})")
+        return t
+
+    patches.set(T, "_new", new)
+
+    slot = vars(Tensor)["grad"]
+
+    def set_grad(t: Tensor, value: Any) -> None:
+        if tr.active():
+            if value is not None:
+                tr.fail("assigning a tensor to .grad in the step")
+            tr.lines.append(f"{tr.const(t)}.grad = None")  # set_to_none by hand: replayed
+        slot.__set__(t, value)
+
+    patches.set(Tensor, "grad", property(slot.__get__, set_grad))
+
+    def refuse(what: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            if tr.active():
+                tr.fail(what)
+            return fn(*args, **kw)
+        return wrapper
+
+    for name in ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__",
+                 "retain_grad", "register_hook"):
+        if hasattr(Tensor, name):
+            patches.set(Tensor, name, refuse(f"Tensor.{name}() (reads values or changes the graph)", getattr(Tensor, name)))
+    orig_gen = R._gen
+    gen = refuse("random numbers drawn in the step (dropout, rand, randn)", orig_gen)
+    for name, mod in list(sys.modules.items()):  # every module of ours that imported the accessor
+        if name.startswith(__package__ + ".") and getattr(mod, "_gen", None) is orig_gen:
+            patches.set(mod, "_gen", gen)
+
+    def live(fn: Any, what: str) -> Any:
+        @functools.wraps(fn)
+        def wrapper(self: Any, *args: Any, **kw: Any) -> Any:
+            if not tr.active():
+                return fn(self, *args, **kw)
+            if any(isinstance(a, Tensor) or callable(a) for a in (*args, *kw.values())):
+                tr.fail(f"{what} with a tensor or closure argument")
+            tr.depth += 1
+            try:
+                return fn(self, *args, **kw)
+            finally:
+                tr.depth -= 1
+                c = tr.const(functools.partial(fn, self, *args, **kw))
+                tr.lines.append(f"{c}()")
+        return wrapper
+
+    for base, meth in ((Optimizer, "step"), (Optimizer, "zero_grad"), (Module, "zero_grad"), (LRScheduler, "step")):
+        for cls in _subclasses(base):
+            if meth in vars(cls):
+                patches.set(cls, meth, live(vars(cls)[meth], f"{cls.__name__}.{meth}"))
+
+
+def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
+    def backward(self: Any, g: Any) -> Any:
+        if not tr.active() or id(self) not in tr.nodes:
+            return fn(self, g)
+        tr.depth += 1
+        try:
+            r = fn(self, g)
+        finally:
+            tr.depth -= 1
+        node = tr.nodes[id(self)]
+        expr = f"{node}.backward({tr.ref(g, type(self).__name__ + '.backward')})"
+        tr.lines.append(f"{tr.out(tuple(r))} = {expr}")
+        tr.lines.append(f"{node}.saved = None")  # as the engine frees it (retain_graph is refused)
+        return r
+    return backward
+
+
+def _add_grad_fresh(prev: Any, pg: Any) -> Any:
+    return E._add_grad(prev, pg, set())
+
+
+def _accumulate_into(t: Tensor, g: Any) -> np.ndarray:
+    E._accumulate(t, g, False)
+    return t.grad._data  # type: ignore[union-attr]
+
+
+# ---- planning -----------------------------------------------------------------------------------
+
+class _Measure(M.Arena):
+    """An allocator that hands out heap arrays and records each one's size, birth and death (in
+    allocation counts), so that a plan can put buffers with disjoint lifetimes in one place."""
+
+    def __init__(self) -> None:
+        super().__init__(64, name="compile-measure")
+        M._arenas.pop()  # a passing tool, not listed by memory.stats()
+        self.sizes: list[int] = []
+        self.death: dict[int, int] = {}
+
+    def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
+        a = np.empty(shape, dt)
+        i = len(self.sizes)
+        self.sizes.append(a.nbytes)
+        weakref.finalize(a, self._died, i)
+        return a
+
+    def _died(self, i: int) -> None:
+        self.death[i] = len(self.sizes)
+
+
+def _plan(sizes: list[int], death: dict[int, int]) -> tuple[list[int], int]:
+    """Offsets for buffers [birth, death) so that buffers alive at once never overlap: the
+    largest first, each at the lowest offset that fits among those it coexists with."""
+    n = len(sizes)
+    life = [(i, death.get(i, n)) for i in range(n)]
+    order = sorted(range(n), key=lambda i: (-sizes[i], i))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, birth, death)
+    offsets = [0] * n
+    top = 0
+    for i in order:
+        b, d = life[i]
+        size = -(-max(sizes[i], 1) // M._ALIGN) * M._ALIGN
+        busy = sorted((o, e) for o, e, pb, pd in placed if pb < d and b < pd)
+        off = 0
+        for o, e in busy:
+            if off + size <= o:
+                break
+            off = max(off, e)
+        offsets[i] = off
+        placed.append((off, off + size, b, d))
+        top = max(top, off + size)
+    return offsets, top
+
+
+class _Planned(M.Arena):
+    """The replay allocator: the i-th request of a step gets the i-th planned buffer."""
+
+    def __init__(self, sizes: list[int], offsets: list[int], top: int) -> None:
+        super().__init__(max(top, 64), name="compile")
+        self.sizes, self.offsets, self.i = sizes, offsets, 0
+        self.peak = top
+
+    def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
+        dt = np.dtype(dt)
+        n = dt.itemsize
+        for s in shape:
+            n *= s
+        i = self.i
+        if i >= len(self.sizes) or self.sizes[i] != n:
+            raise RuntimeError(f"compile: replayed step asked for buffer {i} of {n} bytes, the plan has "
+                               f"{self.sizes[i] if i < len(self.sizes) else 'no buffer'}; the step is not "
+                               "deterministic in its allocations")
+        self.i = i + 1
+        off = self.offsets[i]
+        self._offset = off + n
+        return self._blocks[0][off:off + n].view(dt).reshape(shape)
+
+    def reset(self) -> None:
+        super().reset()
+        self.i = 0
+
+
+# ---- the compiled function ----------------------------------------------------------------------
+
+class _Program:
+    """One traced signature: the generated replay function and its memory plan."""
+
+    def __init__(self, code: Callable[..., Any], nvals: int, out_struct: Any, source: str) -> None:
+        self.code, self.out_struct, self.source = code, out_struct, source
+        self.nvals = nvals
+        self.arena: M.Arena | None = None  # the measuring allocator first, then the plan
+        self.intermediate_bytes = 0
+
+    def run(self, inputs: list[Tensor]) -> Any:
+        arena = self.arena
+        if arena is None:
+            arena = _Measure()
+        else:
+            arena.reset()
+        with arena:
+            outs = self.code(*[t._data for t in inputs])
+        if isinstance(arena, _Measure):
+            outs = _rebuild(self.out_struct, outs, None)
+            sizes = arena.sizes
+            offsets, top = _plan(sizes, dict(arena.death))
+            self.intermediate_bytes = sum(sizes)
+            self.arena = _Planned(sizes, offsets, top)
+            return outs
+        return _rebuild(self.out_struct, outs, arena._token)
+
+
+def _rebuild(struct: Any, outs: tuple[Any, ...], token: Any) -> Any:
+    it = iter(outs)
+
+    def build(s: Any) -> Any:
+        kind = s[0]
+        if kind == "T":
+            t = Tensor._make(next(it))
+            t._mem = token
+            return t
+        if kind == "V":
+            return s[1]
+        if kind == "dict":
+            return {k: build(v) for k, v in s[1]}
+        items = [build(v) for v in s[1]]
+        return tuple(items) if kind == "tuple" else items
+    return build(struct)
+
+
+class Compiled:
+    """A step function that is traced once per signature and replayed after (``lightgrad.compile``)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.programs: dict[Any, _Program | str] = {}  # signature -> program, or why it runs eagerly
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        inputs: list[Tensor] = []
+        sig = (_flatten(args, inputs), _flatten(kw, inputs), T._enabled.get())
+        prog = self.programs.get(sig)
+        if prog is None:
+            return self._trace(sig, inputs, args, kw)
+        if isinstance(prog, str):
+            return self.fn(*args, **kw)
+        return prog.run(inputs)
+
+    def _trace(self, sig: Any, inputs: list[Tensor], args: Any, kw: Any) -> Any:
+        with _lock:
+            tr = _Tracer(inputs)
+            patches = _Patches()
+            _install(tr, patches)
+            try:
+                result = self.fn(*args, **kw)
+            finally:
+                patches.restore()
+        if tr.reason is None:
+            try:
+                self.programs[sig] = _generate(tr, result)
+            except _Unsupported as e:
+                tr.fail(str(e))
+        if tr.reason is not None:
+            self.programs[sig] = tr.reason
+            warnings.warn(f"lightgrad.compile: {getattr(self.fn, '__name__', 'step')} runs eagerly: "
+                          f"{tr.reason}", stacklevel=3)
+        return result
+
+    def stats(self) -> dict[str, Any]:
+        """Per signature: the replay plan's arena bytes vs the sum of its intermediates, or why
+        the signature runs eagerly."""
+        out: dict[str, Any] = {}
+        for sig, p in self.programs.items():
+            if isinstance(p, str):
+                out[repr(sig)] = p
+            else:
+                peak = p.arena.peak if isinstance(p.arena, _Planned) else None
+                out[repr(sig)] = {"plan_bytes": peak, "intermediate_bytes": p.intermediate_bytes,
+                                  "lines": p.source.count("\n")}
+        return out
+
+
+def _generate(tr: _Tracer, result: Any) -> _Program:
+    outs: list[Tensor] = []
+    struct = _flatten_out(result, outs)
+    names = [tr.ref(t, "the step's result") for t in outs]
+    if tr.reason is not None:
+        raise _Unsupported(tr.reason)
+    ns = dict(tr.ns)
+    ns["copy"] = B.copy
+    ret = "(" + "".join(n + ", " for n in names) + ")"
+    body = _free_after_last_use(tr.prologue + tr.lines, ret)
+    src = f"def _replay({', '.join(tr.args)}):\n" + "".join(f"    {line}\n" for line in body)
+    exec(builtins.compile(src, "<lightgrad.compile>", "exec"), ns)  # noqa: S102 - our own generated code
+    # the traced nodes keep their parents only for shapes and requires_grad: drop the arrays
+    for name in tr.nodes.values():
+        node = ns[name]
+        node.parents = tuple(_ghost(p) for p in node.parents)
+        node.saved = None
+    return _Program(ns["_replay"], tr.n, struct, src)
+
+
+def _free_after_last_use(lines: list[str], ret: str) -> list[str]:
+    """The lines with ``del`` statements after each value's last use, so that buffers die (and
+    their planned memory is reused) as early as in the eager step, then the return."""
+    last: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        for name in _NAME.findall(line):
+            last[name] = i
+    for name in _NAME.findall(ret):
+        last[name] = len(lines)
+    dels: dict[int, list[str]] = {}
+    for name, i in last.items():
+        if i < len(lines):
+            dels.setdefault(i, []).append(name)
+    out = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in dels:
+            out.append("del " + ", ".join(dels[i]))
+    return out + [f"return {ret}"]
+
+
+_NAME = re.compile(r"\bv\d+\b")
+
+
+def _flatten_out(obj: Any, out: list[Tensor]) -> Any:
+    try:
+        return _flatten(obj, out)
+    except TypeError as e:
+        raise _Unsupported(f"the step returns {type(obj).__name__}: {e}") from None
+
+
+def compile(fn: Callable[..., Any] | None = None, **options: Any) -> Any:  # noqa: A001
+    """Trace ``fn`` once per input signature and replay it (``step = lightgrad.compile(train_step)``).
+
+    >>> step = compile(lambda x: (x * 2).sum())
+    """
+    if fn is None:
+        return lambda f: compile(f, **options)
+    if isinstance(fn, Compiled):
+        return fn
+    from .nn.module import Module
+    if isinstance(fn, Module):
+        return fn  # a module's forward alone is not a step (no backward or update): run eagerly
+    return Compiled(fn)
