@@ -6,7 +6,7 @@ import importlib
 import inspect
 from pathlib import Path
 
-MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.memory", "lightgrad.nn", "lightgrad.nn.functional",
+MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.memory", "lightgrad.compiler", "lightgrad.nn", "lightgrad.nn.functional",
            "lightgrad.nn.init", "lightgrad.nn.utils", "lightgrad.optim", "lightgrad.optim.lr_scheduler",
            "lightgrad.utils.data", "lightgrad.datasets", "lightgrad.serialization", "lightgrad.distributed"]
 

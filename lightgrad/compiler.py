@@ -407,12 +407,14 @@ class _Measure(M.Arena):
         super().__init__(64, name="compile-measure")
         M._arenas.pop()  # a passing tool, not listed by memory.stats()
         self.sizes: list[int] = []
+        self.shapes: list[tuple[tuple[int, ...], np.dtype]] = []
         self.death: dict[int, int] = {}
 
     def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
         a = np.empty(shape, dt)
         i = len(self.sizes)
         self.sizes.append(a.nbytes)
+        self.shapes.append((a.shape, a.dtype))
         weakref.finalize(a, self._died, i)
         return a
 
@@ -445,27 +447,26 @@ def _plan(sizes: list[int], death: dict[int, int]) -> tuple[list[int], int]:
 
 
 class _Planned(M.Arena):
-    """The replay allocator: the i-th request of a step gets the i-th planned buffer."""
+    """The replay allocator: the i-th request of a step gets the i-th planned buffer, a view made
+    once when the plan was made."""
 
-    def __init__(self, sizes: list[int], offsets: list[int], top: int) -> None:
+    def __init__(self, shapes: list[tuple[tuple[int, ...], np.dtype]], sizes: list[int], offsets: list[int],
+                 top: int) -> None:
         super().__init__(max(top, 64), name="compile")
-        self.sizes, self.offsets, self.i = sizes, offsets, 0
+        buf = self._blocks[0]
+        self.views = [buf[o:o + n].view(dt).reshape(shape) for (shape, dt), n, o in zip(shapes, sizes, offsets)]
+        self.i = 0
         self.peak = top
 
     def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
-        dt = np.dtype(dt)
-        n = dt.itemsize
-        for s in shape:
-            n *= s
         i = self.i
-        if i >= len(self.sizes) or self.sizes[i] != n:
-            raise RuntimeError(f"compile: replayed step asked for buffer {i} of {n} bytes, the plan has "
-                               f"{self.sizes[i] if i < len(self.sizes) else 'no buffer'}; the step is not "
+        v = self.views[i] if i < len(self.views) else None
+        if v is None or v.shape != tuple(shape) or v.dtype != dt:
+            raise RuntimeError(f"compile: replayed step asked for buffer {i} as {tuple(shape)} {np.dtype(dt)}, the "
+                               f"plan has {'nothing' if v is None else f'{v.shape} {v.dtype}'}; the step is not "
                                "deterministic in its allocations")
         self.i = i + 1
-        off = self.offsets[i]
-        self._offset = off + n
-        return self._blocks[0][off:off + n].view(dt).reshape(shape)
+        return v
 
     def reset(self) -> None:
         super().reset()
@@ -487,18 +488,30 @@ class _Program:
         arena = self.arena
         if arena is None:
             arena = _Measure()
-        else:
+        elif arena is not _HEAP:
             arena.reset()
-        with arena:
+        token = M._current.set(None if arena is _HEAP else arena)
+        try:
             outs = self.code(*[t._data for t in inputs])
+        finally:
+            M._current.reset(token)
         if isinstance(arena, _Measure):
             outs = _rebuild(self.out_struct, outs, None)
             sizes = arena.sizes
-            offsets, top = _plan(sizes, dict(arena.death))
             self.intermediate_bytes = sum(sizes)
-            self.arena = _Planned(sizes, offsets, top)
+            if max(sizes, default=0) <= _SMALL:
+                # tiny buffers come faster from NumPy's own small-block cache than through an
+                # arena, and allocations this small are not what the arenas are for
+                self.arena = _HEAP
+            else:
+                offsets, top = _plan(sizes, dict(arena.death))
+                self.arena = _Planned(arena.shapes, sizes, offsets, top)
             return outs
-        return _rebuild(self.out_struct, outs, arena._token)
+        return _rebuild(self.out_struct, outs, None if arena is _HEAP else arena._token)
+
+
+_HEAP: Any = "heap"  # the plan of a step whose buffers are all small
+_SMALL = 1024
 
 
 def _rebuild(struct: Any, outs: tuple[Any, ...], token: Any) -> Any:
@@ -565,7 +578,7 @@ class Compiled:
             if isinstance(p, str):
                 out[repr(sig)] = p
             else:
-                peak = p.arena.peak if isinstance(p.arena, _Planned) else None
+                peak = p.arena.peak if isinstance(p.arena, _Planned) else p.arena
                 out[repr(sig)] = {"plan_bytes": peak, "intermediate_bytes": p.intermediate_bytes,
                                   "lines": p.source.count("\n")}
         return out

@@ -150,12 +150,15 @@ def test_value_reads_and_dropout_fall_back_to_eager_with_a_warning() -> None:
 
 
 def test_results_of_a_replay_are_valid_until_the_next_call() -> None:
-    w = lg.ones(4, requires_grad=True)
-    compiled = lg.compile(lambda x: (x * w).sum())
-    outs = [compiled(lg.full((4,), float(i))) for i in range(4)]
-    assert outs[-1].item() == 12.0
+    w = lg.ones(1000, requires_grad=True)
+    compiled = lg.compile(lambda x: x * w)  # 4 KB buffers: replayed in the planned arena
+    outs = [compiled(lg.full((1000,), float(i))) for i in range(4)]
+    assert outs[-1][0].item() == 3.0
     with pytest.raises(RuntimeError, match="reclaimed"):
-        outs[-2].item()
+        outs[-2].sum()
+    tiny = lg.compile(lambda x: (x * w[:4]).sum())  # buffers of a few bytes come from the heap,
+    outs = [tiny(lg.full((4,), float(i))) for i in range(4)]  # so earlier results stay valid
+    assert [o.item() for o in outs] == [0.0, 4.0, 8.0, 12.0]
 
 
 def test_compile_forms() -> None:
