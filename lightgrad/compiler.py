@@ -415,35 +415,11 @@ class _Measure(M.Arena):
         i = len(self.sizes)
         self.sizes.append(a.nbytes)
         self.shapes.append((a.shape, a.dtype))
-        weakref.finalize(a, self._died, i)
+        weakref.finalize(a, self._gone, i)
         return a
 
-    def _died(self, i: int) -> None:
+    def _gone(self, i: int) -> None:
         self.death[i] = len(self.sizes)
-
-
-def _plan(sizes: list[int], death: dict[int, int]) -> tuple[list[int], int]:
-    """Offsets for buffers [birth, death) so that buffers alive at once never overlap: the
-    largest first, each at the lowest offset that fits among those it coexists with."""
-    n = len(sizes)
-    life = [(i, death.get(i, n)) for i in range(n)]
-    order = sorted(range(n), key=lambda i: (-sizes[i], i))
-    placed: list[tuple[int, int, int, int]] = []  # (offset, end, birth, death)
-    offsets = [0] * n
-    top = 0
-    for i in order:
-        b, d = life[i]
-        size = -(-max(sizes[i], 1) // M._ALIGN) * M._ALIGN
-        busy = sorted((o, e) for o, e, pb, pd in placed if pb < d and b < pd)
-        off = 0
-        for o, e in busy:
-            if off + size <= o:
-                break
-            off = max(off, e)
-        offsets[i] = off
-        placed.append((off, off + size, b, d))
-        top = max(top, off + size)
-    return offsets, top
 
 
 class _Planned(M.Arena):
@@ -504,7 +480,7 @@ class _Program:
                 # arena, and allocations this small are not what the arenas are for
                 self.arena = _HEAP
             else:
-                offsets, top = _plan(sizes, dict(arena.death))
+                offsets, top = M.plan(sizes, dict(arena.death))
                 self.arena = _Planned(arena.shapes, sizes, offsets, top)
             return outs
         return _rebuild(self.out_struct, outs, None if arena is _HEAP else arena._token)

@@ -7,6 +7,7 @@ gradient is carved from the arena's preallocated buffer by bump allocation (bare
 from __future__ import annotations
 
 import contextvars
+import functools
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +43,12 @@ def _aligned_block(n: int) -> np.ndarray:
 class Arena:
     """A preallocated byte buffer with aligned bump allocation and an O(1) ``reset()``.
 
+    An arena learns the step it serves: while a step runs it notes each request's size and when
+    the array it handed out dies; at ``reset()`` it plans the next step's requests so that arrays
+    whose lifetimes do not overlap share memory (the step's memory stays hot in the CPU caches, as
+    a heap's freed blocks do). A request that differs from the plan, or whose planned place still
+    holds a live array, is bump-allocated above the plan instead, so planning never changes results.
+
     >>> a = Arena("1MB", name="temp"); x = a.empty((4,), np.float32); a.used
     64
     """
@@ -53,6 +60,7 @@ class Arena:
         self.capacity = parse_size(capacity)
         self.grow = grow
         self._blocks = [_aligned_block(self.capacity)]
+        self._views = [memoryview(self._blocks[0])]  # type: ignore[arg-type]
         self._block = 0
         self._offset = 0
         self._used_before = 0  # bytes used in earlier blocks (growing arenas only)
@@ -61,6 +69,14 @@ class Arena:
         # Tensors made while this arena is active hold this token; reset() clears it, so a tensor
         # whose storage was reclaimed raises instead of returning stale data (bare-lm has no check).
         self._token: list[Any] = [True, self]
+        # this step's requests (sizes), the arrays handed out (weak) and when each died (request count)
+        self._sizes: list[int] = []
+        self._refs: list[Any] = []
+        self._death: dict[int, int] = {}
+        self._plan: tuple[list[int], list[int], list[list[int]]] | None = None  # sizes, offsets, conflicts
+        self._top = 0  # end of the planned region: unplanned requests go above it
+        self._on_plan = True  # every request of this step so far followed the plan
+        self._weakref = weakref.ref
         _arenas.append(weakref.ref(self))
 
     @property
@@ -73,16 +89,41 @@ class Arena:
         n = dt.itemsize
         for s in shape:
             n *= s
-        start = -(-self._offset // _ALIGN) * _ALIGN
-        buf = self._blocks[self._block]
-        if start + n > buf.size:
-            buf, start = self._next_block(n)
-        self._offset = start + n
+        i = len(self._sizes)
+        self._sizes.append(n)
+        plan = self._plan
+        start = -1
+        if plan is not None and self._on_plan:
+            if i < len(plan[0]) and plan[0][i] == n and self._block == 0:
+                refs = self._refs
+                for j in plan[2][i]:  # the earlier arrays planned into the same bytes must be gone
+                    if refs[j]() is not None:
+                        break
+                else:
+                    start = plan[1][i]
+            if start < 0:
+                self._on_plan = False  # the step went its own way: bump-allocate the rest of it
+        if start < 0:
+            start = -(-max(self._offset, self._top if self._block == 0 else 0) // _ALIGN) * _ALIGN
+            if start + n > self._blocks[self._block].size:
+                self._sizes.pop()
+                self._next_block(n)
+                self._sizes.append(n)
+                start = 0
+        self._offset = max(self._offset, start + n)
         if self.used > self.peak:
             self.peak = self.used
-        return buf[start:start + n].view(dt).reshape(shape)
+        # an array of its own over the bytes (its base is a memoryview, not the block), so that
+        # it and every view of it keep it alive: its death says the bytes are free
+        owner = np.frombuffer(self._views[self._block][start:start + n], dt)
+        self._refs.append(self._weakref(owner, functools.partial(self._died, i, self.generation)))
+        return owner.reshape(shape)
 
-    def _next_block(self, n: int) -> tuple[np.ndarray, int]:
+    def _died(self, i: int, generation: int, _ref: Any = None) -> None:
+        if generation == self.generation:  # (an array of an earlier step says nothing of this one)
+            self._death[i] = len(self._sizes)
+
+    def _next_block(self, n: int) -> None:
         if not self.grow:
             raise MemoryError(
                 f"arena '{self.name}' is full: capacity {self.capacity} bytes, {self.used} used, "
@@ -91,11 +132,20 @@ class Arena:
         self._block += 1
         if self._block == len(self._blocks) or self._blocks[self._block].size < n:
             self._blocks.insert(self._block, _aligned_block(max(n, self.capacity)))
+            self._views.insert(self._block, memoryview(self._blocks[self._block]))  # type: ignore[arg-type]
         self._offset = 0
-        return self._blocks[self._block], 0
+        self._on_plan = False
 
     def reset(self) -> None:
-        """Reclaim everything allocated so far, in O(1); tensors made before can no longer be read."""
+        """Reclaim everything allocated so far, in O(1); tensors made before can no longer be read.
+        A step that did not follow the plan is planned afresh for the next one."""
+        if self._sizes and (self._plan is None or not self._on_plan or len(self._sizes) != len(self._plan[0])):
+            if self._block == 0:
+                self._plan, self._top = _planned(self._sizes, self._death)
+            else:
+                self._plan, self._top = None, 0  # a step that needed more blocks is not planned
+        self._sizes, self._refs, self._death = [], [], {}
+        self._on_plan = True
         self._token[0] = False
         self._token = [True, self]
         self._block = 0
@@ -114,6 +164,45 @@ class Arena:
     def __repr__(self) -> str:
         return (f"Arena(name={self.name!r}, capacity={self.capacity}, used={self.used}, "
                 f"peak={self.peak})")
+
+
+def plan(sizes: list[int], death: dict[int, int]) -> tuple[list[int], int]:
+    """Offsets for buffers alive over [i, death[i]) in request counts (still alive: to the end),
+    so that buffers alive at once never overlap: the largest first, each at the lowest offset that
+    fits among those it coexists with. Returns the offsets and the plan's total size."""
+    n = len(sizes)
+    life = [(i, death.get(i, n)) for i in range(n)]
+    order = sorted(range(n), key=lambda i: (-sizes[i], i))
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, birth, death)
+    offsets = [0] * n
+    top = 0
+    for i in order:
+        b, d = life[i]
+        size = -(-max(sizes[i], 1) // _ALIGN) * _ALIGN
+        off = 0
+        for o, e in sorted((o, e) for o, e, pb, pd in placed if pb < d and b < pd):
+            if off + size <= o:
+                break
+            off = max(off, e)
+        offsets[i] = off
+        placed.append((off, off + size, b, d))
+        top = max(top, off + size)
+    return offsets, top
+
+
+def _planned(sizes: list[int], death: dict[int, int]) -> tuple[tuple[list[int], list[int], list[list[int]]], int]:
+    """An arena's plan: offsets, and per request the earlier ones planned into overlapping bytes."""
+    offsets, top = plan(sizes, death)
+    by_offset = sorted(range(len(sizes)), key=lambda i: offsets[i])
+    conflicts: list[list[int]] = [[] for _ in sizes]
+    for k, i in enumerate(by_offset):  # pairs that overlap in bytes: a sweep over offsets
+        end = offsets[i] + sizes[i]
+        for j in by_offset[k + 1:]:
+            if offsets[j] >= end:
+                break
+            a, b = (i, j) if i > j else (j, i)
+            conflicts[a].append(b)
+    return (sizes, offsets, conflicts), top
 
 
 def active() -> Arena | None:
