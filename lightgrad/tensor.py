@@ -1338,7 +1338,7 @@ class Tensor:
         if isinstance(value, Tensor) and value.requires_grad:
             return self._inplace(lambda s: s * 0 + value, value)
         self._check_leaf_inplace()
-        self._data[...] = _scalar_of(value)
+        B.copyto(self._data, _scalar_of(value), casting="unsafe")
         _bump(self)
         return self
 
@@ -1353,7 +1353,7 @@ class Tensor:
                                f"to {list(self.shape)}") from None
         return self._inplace(lambda t: s.to(self.dtype).expand(self.shape) + t * 0
                              if s.requires_grad or t.requires_grad else
-                             Tensor._make(np.broadcast_to(s._data, self.shape).astype(self._data.dtype)), s)
+                             Tensor._make(B.cast(B.broadcast_to(s._data, self.shape), self._data.dtype)), s)
 
     def _check_leaf_inplace(self) -> None:
         if self.requires_grad and self._grad_fn is None and _enabled.get():

@@ -175,3 +175,35 @@ def test_compile_forms() -> None:
             np.testing.assert_array_equal(f(lg.ones(2)).numpy(), [2.0, 2.0])
     with pytest.raises(TypeError, match="NumPy array"):
         f(np.ones(2))
+
+
+def test_batchnorm_running_statistics_and_in_place_writes_are_replayed() -> None:
+    def build() -> tuple[Any, Callable[[Any, Any], Any]]:
+        lg.manual_seed(0)
+        nn = lg.nn
+        model = nn.Sequential(nn.Conv2d(1, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+        opt = lg.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        scratch = lg.zeros(3)
+
+        def step(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            loss = lg.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            scratch.fill_(1.0)
+            scratch.copy_(loss.detach().expand(3))  # in-place writes of a tensor made outside the step
+            return loss
+        return model, step
+
+    rng = np.random.default_rng(1)
+    batches = [(lg.tensor(rng.standard_normal((5, 1, 8, 8)).astype(np.float32)), lg.tensor(rng.integers(0, 3, 5)))
+               for _ in range(4)]
+    (m1, eager), (m2, step) = build(), build()
+    compiled = lg.compile(step)
+    for i in range(12):
+        x, y = batches[i % 4]
+        assert eager(x, y).item() == compiled(x, y).item()
+    for (k, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+    assert int(m2[1].num_batches_tracked.item()) == 12
+    assert isinstance(next(iter(compiled.stats().values())), dict)

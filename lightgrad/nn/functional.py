@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import backend as B
 from .. import function as Fn
 from ..autograd import is_grad_enabled, no_grad
 from ..random import _gen
@@ -446,7 +447,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if training and running_mean is not None and running_var is not None:
             with no_grad():
                 _update_running(running_mean, mean._data, momentum)
-                _update_running(running_var, var._data * (n / (n - 1)), momentum)
+                _update_running(running_var, B.multiply(var._data, n / (n - 1)), momentum)
         scale = (var + eps).rsqrt()
         if weight is not None:
             scale = scale * weight.reshape(bs)
@@ -461,9 +462,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 
 def _update_running(stat: Tensor, batch: np.ndarray, momentum: float) -> None:
     """stat = (1 - momentum) * stat + momentum * batch, in place."""
-    s = stat._data
-    s *= 1 - momentum
-    s += (momentum * batch.reshape(s.shape)).astype(s.dtype, copy=False)
+    s = stat._data  # (through the backend, so that lightgrad.compile records the update)
+    B.imul(s, 1 - momentum)
+    B.iadd(s, B.cast(B.multiply(B.reshape(batch, s.shape), momentum), s.dtype))
     stat._version[0] += 1
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import backend as B
 from .. import dtypes as D
 from ..tensor import Tensor, empty, ones, tensor, zeros
 from . import functional as F
@@ -75,10 +76,10 @@ class _BatchNorm(Module):
             raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._data += 1
+            B.iadd(self.num_batches_tracked._data, 1)  # through the backend: lightgrad.compile records it
             self.num_batches_tracked._version[0] += 1
-            if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked._data)
+            if self.momentum is None:  # cumulative moving average (a value read: compile runs it eagerly)
+                factor = 1.0 / self.num_batches_tracked.item()
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
