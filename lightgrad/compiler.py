@@ -97,7 +97,7 @@ class _Tracer:
 
     def fail(self, why: str) -> None:
         if self.reason is None:
-            self.reason = why
+            self.reason = why + _where()
 
     def value(self, obj: Any) -> str:
         """A fresh name for an object the trace produced."""
@@ -120,6 +120,8 @@ class _Tracer:
             if name is not None:
                 return name
             if id(x._data) not in self.before:
+                if not x._data.flags.writeable:
+                    return self.const(x._data)  # a read-only constant (shape-derived tables)
                 self.fail(f"{who} reads a tensor made outside lightgrad's recorded ops")
             name = self.ext_tensors.get(id(x))
             if name is None:
@@ -136,8 +138,8 @@ class _Tracer:
                 self.fail(f"{who} reads an array made outside lightgrad's recorded ops")
             return self.const(x)  # read-only constants (the engine's seed ones) and raw external arrays
         if isinstance(x, list | tuple):
-            inner = ", ".join(self.ref(o, who) for o in x)
-            return f"({inner},)" if isinstance(x, tuple) else f"[{inner}]"
+            inner = "".join(self.ref(o, who) + ", " for o in x)
+            return f"({inner})" if isinstance(x, tuple) else f"[{inner}]"
         if isinstance(x, dict):
             return "{" + ", ".join(f"{k!r}: {self.ref(v, who)}" for k, v in x.items()) + "}"
         return self.const(x)
@@ -156,6 +158,21 @@ class _Tracer:
 
     def active(self) -> bool:
         return self.depth == 0 and self.reason is None and threading.get_ident() == self.thread
+
+
+def _where() -> str:
+    """Where the step was when tracing stopped: its own innermost line, and lightgrad's."""
+    import traceback
+    here = __file__.rsplit("/", 1)[0]
+    user = ours = None
+    for fr in reversed(traceback.extract_stack()[:-2]):
+        if fr.filename.startswith(here):
+            if ours is None and not fr.filename.endswith("compiler.py"):
+                ours = f"{fr.filename[len(here) - len(__package__):]}:{fr.lineno}"
+        elif user is None:
+            user = f"{fr.filename}:{fr.lineno}"
+            break
+    return f" (at {user}{', in ' + ours if ours else ''})"
 
 
 def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
@@ -177,6 +194,50 @@ def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
         tr.lines.append(f"{tr.out(r)} = {expr}")
         return r
     return wrapper
+
+
+class _UfuncProxy:
+    """A ufunc whose calls and ``reduce``/``accumulate`` calls are recorded."""
+
+    def __init__(self, tr: _Tracer, f: np.ufunc) -> None:
+        self._f = f
+        self._call = _recorded(tr, f, f"numpy.{f.__name__}")
+        for m in ("reduce", "accumulate", "reduceat", "outer"):
+            setattr(self, m, _recorded(tr, getattr(f, m), f"numpy.{f.__name__}.{m}"))
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        return self._call(*args, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._f, name)
+
+
+class _NumPy:
+    """NumPy as composite code sees it during a trace: its functions and ufuncs record a line
+    when called from the step itself; types, constants and submodules are NumPy's own."""
+
+    def __init__(self, tr: _Tracer) -> None:
+        self._tr = tr
+        self._cache: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        got = self._cache.get(name)
+        if got is not None:
+            return got
+        obj = getattr(np, name)
+        if isinstance(obj, np.ufunc):
+            got = _UfuncProxy(self._tr, obj)
+        elif callable(obj) and not isinstance(obj, type) and name not in _NP_METADATA:
+            got = _recorded(self._tr, obj, f"numpy.{name}")
+        else:
+            got = obj
+        self._cache[name] = got
+        return got
+
+
+_NP_METADATA = {"errstate", "broadcast_shapes", "result_type", "can_cast", "promote_types", "iinfo", "finfo",
+                "dtype", "shape", "ndim", "size", "isscalar", "issubdtype", "may_share_memory", "shares_memory",
+                "get_printoptions", "geterr", "seterr", "printoptions", "array2string", "array_repr", "array_str"}
 
 
 class _Patches:
@@ -303,6 +364,13 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     for name, fn in list(vars(B).items()):
         if callable(fn) and not isinstance(fn, type) and not name.startswith("_") and name not in _METADATA:
             patches.set(B, name, _recorded(tr, fn, f"backend.{name}"))
+    # NumPy calls made by composite code outside the backend (non-differentiable reductions,
+    # comparisons, constants): every module of ours sees a recording NumPy during the trace
+    proxy = _NumPy(tr)
+    for name, mod in list(sys.modules.items()):
+        if (name.startswith(__package__ + ".") and name not in (B.__name__, __name__)
+                and getattr(mod, "np", None) is np):
+            patches.set(mod, "np", proxy)
 
     orig_new = T._new
 

@@ -1043,13 +1043,13 @@ class Tensor:
 
     def tril(self, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
-        keep = np.tri(n, m, diagonal, dtype=bool)
-        return where(Tensor._make(keep), self, 0)
+        keep = B.tril_mask(n, m, diagonal, dtype=bool)
+        return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))  # keeps the dtype
 
     def triu(self, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
-        keep = ~np.tri(n, m, diagonal - 1, dtype=bool)
-        return where(Tensor._make(keep), self, 0)
+        keep = B.logical_not(B.tril_mask(n, m, diagonal - 1, dtype=bool))
+        return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         x = self.movedim(dim1, -2).movedim(dim2 if dim2 > dim1 else dim2 + 1, -1) if (dim1, dim2) != (-2, -1) else self

@@ -207,3 +207,84 @@ def test_batchnorm_running_statistics_and_in_place_writes_are_replayed() -> None
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
     assert int(m2[1].num_batches_tracked.item()) == 12
     assert isinstance(next(iter(compiled.stats().values())), dict)
+
+
+def _small_models() -> dict[str, Callable[[], tuple[Any, Any, Any, Callable[[Any, Any, Any], Any]]]]:
+    nn, F = lg.nn, lg.nn.functional
+    rng = np.random.default_rng(2)
+
+    def seq(n: int = 6) -> Any:
+        return lg.tensor(rng.standard_normal((3, n, 8)).astype(np.float32))
+
+    def classes(n: int = 3) -> Any:
+        return lg.tensor(rng.integers(0, 4, n))
+
+    class Attn(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mha = nn.MultiheadAttention(8, 2, batch_first=True)
+            self.ln = nn.LayerNorm(8)
+            self.head = nn.Linear(8, 4)
+
+        def forward(self, x: Any) -> Any:
+            mask = lg.triu(lg.ones(x.shape[1], x.shape[1], dtype=lg.bool), diagonal=1)
+            y, _ = self.mha(x, x, x, attn_mask=mask, need_weights=False)
+            return self.head(F.gelu(self.ln(x + y), approximate="tanh")).mean(1)
+
+    class Rec(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gru = nn.GRU(8, 8, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = nn.Linear(16, 4)
+
+        def forward(self, x: Any) -> Any:
+            return self.head(self.gru(x)[0][:, -1])
+
+    class Emb(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(10, 8, padding_idx=0)
+            self.conv = nn.Conv1d(8, 4, 3, padding="same")
+            self.pool = nn.AdaptiveAvgPool1d(1)
+
+        def forward(self, idx: Any) -> Any:
+            return self.pool(self.conv(self.emb(idx).transpose(1, 2)).tanh()).flatten(1)
+
+    return {
+        "attention": lambda: (Attn(), seq(), classes(), lambda m, x, y: F.cross_entropy(m(x), y, label_smoothing=0.1)),
+        "gru": lambda: (Rec(), seq(), classes(), lambda m, x, y: F.cross_entropy(m(x), y)),
+        "embedding_conv1d": lambda: (Emb(), lg.tensor(rng.integers(0, 10, (3, 7))), classes(),
+                                     lambda m, x, y: F.nll_loss(F.log_softmax(m(x), 1), y)),
+        "mse_rmsnorm": lambda: (nn.Sequential(nn.Linear(8, 8), nn.RMSNorm(8), nn.SiLU(), nn.Linear(8, 1)), seq(),
+                                lg.tensor(rng.standard_normal((3, 6, 1)).astype(np.float32)),
+                                lambda m, x, y: F.smooth_l1_loss(m(x), y) + F.mse_loss(m(x), y)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_small_models()))
+def test_more_layers_compile_without_falling_back(name: str) -> None:
+    def build() -> tuple[Any, Callable[[], Any], Any]:
+        lg.manual_seed(0)
+        model, x, y, loss_of = _small_models()[name]()
+        opt = lg.optim.AdamW(model.parameters(), lr=1e-2)
+        sched = lg.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
+
+        def step() -> Any:
+            opt.zero_grad()
+            loss = loss_of(model, x, y)
+            loss.backward()
+            lg.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            opt.step()
+            sched.step()
+            return loss
+        return model, step, opt
+
+    (m1, eager, o1), (m2, step, o2) = build(), build()
+    compiled = lg.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager warns: fail on it
+        for i in range(6):
+            assert eager().item() == compiled().item(), f"step {i}"
+    for (k, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
+    assert o1.param_groups[0]["lr"] == o2.param_groups[0]["lr"] == 1e-2 * 0.5 ** 3

@@ -8,13 +8,16 @@ on a height-1 image. Re-exported by ``lightgrad.nn.functional``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import backend as B
 from .. import function as Fn
+from ..autograd import no_grad
 from ..random import _gen
 from ..tensor import Tensor, _as_tensor
 
@@ -405,12 +408,16 @@ def _adaptive_bounds(size: int, out: int) -> tuple[np.ndarray, np.ndarray]:
     return (i * size) // out, -((-(i + 1) * size) // out)
 
 
+@functools.lru_cache(maxsize=64)
 def _adaptive_matrix(size: int, out: int, dtype: Any) -> np.ndarray:
-    """(out, size) matrix averaging each adaptive window: pooling along an axis is one matmul."""
+    """(out, size) matrix averaging each adaptive window: pooling along an axis is one matmul.
+    Cached and read-only (a constant of the shapes: lightgrad.compile keeps such arrays as they are)."""
     start, end = _adaptive_bounds(size, out)
     cols = np.arange(size)
     m = (cols >= start[:, None]) & (cols < end[:, None])
-    return (m / (end - start)[:, None]).astype(dtype)
+    m = (m / (end - start)[:, None]).astype(dtype)
+    m.flags.writeable = False
+    return m
 
 
 def _out_sizes(output_size: Any, x: Tensor, nd: int) -> tuple[int, ...]:
@@ -694,7 +701,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     sc = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = q.matmul(k.transpose(-2, -1)) * sc  # (..., L, S)
     if is_causal:
-        scores = scores.masked_fill(Tensor._make(~np.tri(L, S, dtype=bool)), -math.inf)
+        scores = scores.masked_fill(Tensor._make(B.logical_not(B.tril_mask(L, S, dtype=bool))), -math.inf)
     if attn_mask is not None:
         m = _as_tensor(attn_mask)
         if m._data.dtype == np.bool_:
@@ -703,12 +710,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             scores = scores + m
     if is_causal or attn_mask is not None:
         # a query that may attend to nothing gets zeros, not NaN (PyTorch's safe softmax); its
-        # scores are zeroed first so that no NaN reaches the gradient either
-        dead = Tensor._make(np.asarray(np.isneginf(scores._data).all(-1, keepdims=True)))
-        if dead._data.any():
-            attn = scores.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
-        else:
-            attn = scores.softmax(-1)
+        # scores are zeroed first so that no NaN reaches the gradient either. Done whether or not
+        # such a row exists: no branch on values (lightgrad.compile replays one path)
+        with no_grad():
+            dead = (scores == -math.inf).all(-1, keepdim=True)
+        attn = scores.masked_fill(dead, 0.0).softmax(-1).masked_fill(dead, 0.0)
     else:
         attn = scores.softmax(-1)
     if dropout_p > 0.0:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import backend as B
 from ..tensor import Tensor, cat, empty, zeros
 from . import functional as F
 from . import init
@@ -32,7 +33,7 @@ def _float_mask(mask: Tensor | None, dtype: Any, name: str) -> Tensor | None:
         return None
     kind = mask._data.dtype.kind
     if kind == "b":
-        return Tensor._make(np.where(mask._data, -np.inf, 0.0).astype(dtype.np))
+        return Tensor._make(B.cast(B.where(mask._data, -np.inf, 0.0), dtype.np))
     if kind != "f":
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask

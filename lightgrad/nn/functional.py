@@ -307,7 +307,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None, max
         s = _const((1.0 / counts[idx])[..., None], weight)
         out = out * s + (out * (1 - s)).detach()
     if padding_idx is not None and weight.requires_grad:
-        keep = Tensor._make((idx != padding_idx)[..., None])
+        keep = Tensor._make(np.expand_dims(np.not_equal(idx, padding_idx), -1))
         out = where(keep, out, out.detach())
     return out
 

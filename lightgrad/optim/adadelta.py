@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, add_, addcmul_, check, check_lr, effective_grad
+from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_add_, make_addcmul_, make_grad
 
 
 class Adadelta(Optimizer):
@@ -32,19 +32,26 @@ class Adadelta(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("square_avg", "acc_delta")
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
-        rho, eps = float(group["rho"]), float(group["eps"])
-        g = effective_grad(p, g, t[0], group["maximize"], float(group["weight_decay"]))
-        v, acc = s["square_avg"], s["acc_delta"]
-        v *= rho
-        addcmul_(v, g, g, 1 - rho, t[1])
-        std = np.add(v, eps, out=t[1])
-        np.sqrt(std, out=std)
-        delta = np.add(acc, eps, out=t[2])
-        np.sqrt(delta, out=delta)
-        delta /= std
-        delta *= g
-        acc *= rho
-        addcmul_(acc, delta, delta, 1 - rho, t[1])
-        add_(p, delta, -_scalar(group["lr"]), t[1])
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+        rho = float(group["rho"])
+        grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
+        r, eps = const(rho, dtype), const(float(group["eps"]), dtype)
+        accumulate = make_addcmul_(1 - rho, dtype)
+        step = make_add_(-_scalar(group["lr"]), dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            if grad is not None:
+                g = grad(p, g, t[0])
+            v, acc = s["square_avg"], s["acc_delta"]
+            np.multiply(v, r, v)
+            accumulate(v, g, g, t[1])
+            std = np.add(v, eps, t[1])
+            np.sqrt(std, std)
+            delta = np.add(acc, eps, t[2])
+            np.sqrt(delta, delta)
+            np.divide(delta, std, delta)
+            np.multiply(delta, g, delta)
+            np.multiply(acc, r, acc)
+            accumulate(acc, delta, delta, t[1])
+            step(p, delta, t[1])
+        return rule

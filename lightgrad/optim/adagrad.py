@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, addcdiv_, addcmul_, check, check_lr, effective_grad
+from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_addcdiv_, make_addcmul_, make_grad
 
 
 class Adagrad(Optimizer):
@@ -43,12 +43,19 @@ class Adagrad(Optimizer):
         # PyTorch starts every group's sum at the constructor's value, whatever the group says
         return float(self.defaults["initial_accumulator_value"])
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
         clr = _scalar(group["lr"]) / (1 + (sc["step"] - 1) * float(group["lr_decay"]))
-        g = effective_grad(p, g, t[0], group["maximize"], float(group["weight_decay"]))
-        acc = s["sum"]
-        addcmul_(acc, g, g, 1.0, t[1])
-        std = np.sqrt(acc, out=t[1])
-        std += float(group["eps"])
-        addcdiv_(p, g, std, -clr, t[2])
+        grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
+        eps = const(float(group["eps"]), dtype)
+        accumulate = make_addcmul_(1.0, dtype)
+        step = make_addcdiv_(-clr, dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            if grad is not None:
+                g = grad(p, g, t[0])
+            acc = s["sum"]
+            accumulate(acc, g, g, t[1])
+            std = np.sqrt(acc, t[1])
+            np.add(std, eps, std)
+            step(p, g, std, t[2])
+        return rule

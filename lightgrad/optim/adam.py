@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, addcdiv_, check, check_betas, check_lr, adam_moments
+from .optimizer import Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_adam_moments
 
 
 class Adam(Optimizer):
@@ -36,22 +36,30 @@ class Adam(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (_scalar(b) for b in group["betas"])
         step = sc["step"]
-        g = adam_moments(group, p, g, s, t, lr, wd, beta1, beta2)
-        m, v = s["exp_avg"], s["exp_avg_sq"]
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-        if group["amsgrad"]:
-            np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
-            v = s["max_exp_avg_sq"]
-        denom = np.sqrt(v, out=t[1])
-        denom /= bias_correction2_sqrt
-        denom += eps
-        addcdiv_(p, m, denom, -step_size, t[2])
+        moments = make_adam_moments(group, lr, wd, beta1, beta2, dtype)
+        amsgrad = group["amsgrad"]
+        # PyTorch: p -= lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps) with bc = 1 - beta^step. Scaling the
+        # denominator by sqrt(bc2) leaves the quotient as it is and saves a pass over the arrays:
+        # p -= (lr / bc1 * sqrt(bc2)) * m / (sqrt(v) + eps * sqrt(bc2)).
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        neg_step = const(-lr / (1 - beta1 ** step) * bc2_sqrt, dtype)
+        eps_scaled = const(eps * bc2_sqrt, dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            moments(p, g, s, t)
+            v = s["exp_avg_sq"]
+            if amsgrad:  # out= by name: np.maximum deprecates it positionally
+                v = np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
+            denom = np.sqrt(v, t[1])
+            np.add(denom, eps_scaled, denom)
+            upd = np.multiply(s["exp_avg"], neg_step, t[2])
+            np.divide(upd, denom, upd)
+            np.add(p, upd, p)
+        return rule
 
 
 class AdamW(Adam):

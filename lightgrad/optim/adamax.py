@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, addcdiv_, check, check_betas, check_lr, effective_grad, lerp_
+from .optimizer import (Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_addcdiv_, make_grad,
+                        make_lerp_)
 
 
 class Adamax(Optimizer):
@@ -32,15 +33,21 @@ class Adamax(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_inf")
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
         beta1, beta2 = (float(b) for b in group["betas"])
-        g = effective_grad(p, g, t[0], group["maximize"], float(group["weight_decay"]))
-        m, u = s["exp_avg"], s["exp_inf"]
-        lerp_(m, g, 1 - beta1, t[1])
-        u *= beta2
-        np.abs(g, out=t[1])
-        t[1] += float(group["eps"])
-        np.maximum(u, t[1], out=u)
-        clr = _scalar(group["lr"]) / (1 - beta1 ** sc["step"])
-        addcdiv_(p, m, u, -clr, t[1])
+        grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
+        b2, eps = const(beta2, dtype), const(float(group["eps"]), dtype)
+        lerp_ = make_lerp_(1 - beta1, dtype)
+        step = make_addcdiv_(-_scalar(group["lr"]) / (1 - beta1 ** sc["step"]), dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            if grad is not None:
+                g = grad(p, g, t[0])
+            m, u = s["exp_avg"], s["exp_inf"]
+            lerp_(m, g, t[1])
+            np.multiply(u, b2, u)
+            bound = np.abs(g, t[1])
+            np.add(bound, eps, bound)
+            np.maximum(u, bound, out=u)  # out= by name: np.maximum deprecates it positionally
+            step(p, m, u, t[1])
+        return rule

@@ -149,15 +149,14 @@ def _track_step_calls(opt: Optimizer) -> None:
     if getattr(opt.step, "_wrapped_by_lr_sched", False):
         return
     opt_ref = ref(opt)
-    func = type(opt).step
 
-    @wraps(func)
+    @wraps(type(opt).step)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         o = opt_ref()
         if o is None:
             raise RuntimeError("the optimizer this step belonged to no longer exists")
         o._opt_called = True  # type: ignore[attr-defined]
-        return func(o, *args, **kwargs)
+        return type(o).step(o, *args, **kwargs)  # looked up now: the class's step as it is at the call
 
     wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
     opt.step = wrapper  # type: ignore[method-assign]

@@ -1,7 +1,7 @@
 """The optimizer base: parameter groups, per-parameter state, and the one update loop every optimizer shares.
 
 An optimizer subclass is two small methods: ``_advance`` (the per-parameter scalars, e.g. ``step += 1``)
-and ``_update`` (one elementwise update on arrays). The base class does everything else.
+and ``_rule`` (this step's elementwise update, as a function of arrays). The base class does everything else.
 
 Speed comes from flat buffers. At construction each group's parameters of one dtype are laid end to end
 in one contiguous array (a ``_Pack``) and every parameter's storage is rebound to its slice, so the
@@ -10,7 +10,9 @@ parameter *is* a view of the flat buffer (the Tensor objects stay the same). Eac
 (``engine._accumulate``). After backward, when every gradient is such a view, one step is a fixed handful
 of NumPy passes over the flat arrays, whatever the number of parameter tensors. State buffers (``exp_avg``
 ...) are flat too, and ``state[p]`` holds Tensor views into them, so ``state_dict`` has PyTorch's layout.
-Long runs are updated in cache-sized chunks, and very long ones by two threads (NumPy releases the GIL).
+The rule runs chunk by chunk, each chunk small enough to stay in cache across its passes, and long runs
+are shared by two threads (NumPy releases the GIL); every element goes through the same passes either way,
+so the result does not depend on the chunking or the threads.
 
 Anything unusual falls back to a correct slower path: a parameter whose grad is None is skipped (its state
 does not advance), a gradient the user assigned (``p.grad = g``) is read from where it is, and a parameter
@@ -35,15 +37,26 @@ from .. import memory
 from ..autograd import enable_grad
 from ..tensor import _STAMP, Tensor
 
-# Bytes per array per NumPy pass. An update is ~10 passes over the same slices; in 256 KiB pieces the
-# arrays of one chunk (param, grad, states, scratch: ~2 MiB) stay in L2 cache across the passes instead
-# of streaming from memory each time (measured on 4M float32 elements: Adam 13.8 ms chunked vs 19.3 ms
-# in whole-array passes, SGD with momentum 3.6 vs 5.7 ms; 64-512 KiB pieces all do about as well).
-_CHUNK_BYTES = 1 << 18
+# Cache blocking. A rule is 4-12 NumPy passes over the same arrays; run pass by pass over 16 MB arrays,
+# each pass streams every array from memory again. Run chunk by chunk, where one chunk of every array
+# the rule touches (parameters, gradients, states, scratch) fits in the 2 MiB L2 cache together, only the
+# first read and the last write of each element leave the cache. Measured on 4M float32 elements, one
+# thread: Adam 9.2 ms chunked vs 14.9 ms in whole-array passes, SGD with momentum 3.2 vs 5.1 ms.
+_CHUNK_BYTES = 1 << 20  # one chunk of all the rule's arrays together: Adam's 7 float32 arrays -> 36 K elements
+# Two threads need longer NumPy calls. Each call hands the GIL back and forth; a thread that finds it
+# taken sleeps, and waking a thread on the other core takes ~30 us here. When the calls are not much
+# longer than that, the threads fall into step, each waiting for the other's wake-up on most calls. On 4M
+# float32 elements with 2 threads: SGD with momentum 3.6 ms with 32 K-element chunks (one thread: 3.2),
+# 2.0 ms with 160 K; Adam 9.6 and 6.6 ms (two processes, without a GIL, run SGD's passes in 1.4 ms with
+# 32 K). So these chunks are sized per array, long enough for the calls to outlast a wake-up, although
+# they then spill out of L2.
+_THREAD_CHUNK_BYTES = 640 << 10  # per array: 160 K float32 elements
 
-# Runs of at least this many elements are split across _THREADS threads.
-_THREADED_MIN = 1 << 20
-_THREADS = min(os.cpu_count() or 1, 2)
+# Runs whose arrays (all the rule touches) add up to this many bytes are shared by _THREADS threads: below
+# it the handoff to the other thread (~100 us here) costs more than it saves (measured: Adam breaks even at
+# 300 K float32 elements, 7 arrays; SGD with momentum at 700 K, 5 arrays).
+_THREADED_BYTES = 12 << 20
+_THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 2)
 _POOL: ThreadPoolExecutor | None = None
 
 
@@ -62,6 +75,9 @@ def _forget_pool() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
+
+# an update rule, or a piece of one: a function applied in place to one chunk of the flat arrays
+Rule = Callable[..., Any]
 
 _DATA = operator.attrgetter("_data")
 _GRAD = operator.attrgetter("grad")
@@ -109,7 +125,7 @@ class _Pack:
     """The parameters of one group and dtype, their gradients and states, laid out in flat arrays."""
 
     __slots__ = ("params", "bounds", "flat", "grad", "views", "gviews", "versions", "bufs", "scal",
-                 "inited", "n_inited", "uniform", "scratch")
+                 "inited", "n_inited", "uniform", "scratch", "chunks")
 
     def __init__(self, params: list[Tensor], dtype: np.dtype, home: Any) -> None:
         self.params = params
@@ -131,7 +147,10 @@ class _Pack:
         self.inited = [False] * len(params)
         self.n_inited = 0
         self.uniform = True
-        self.scratch: list[np.ndarray] = []
+        self.scratch: list[list[np.ndarray]] = []  # per thread: the rule's scratch arrays, one chunk long
+        # (start, stop, chunk length) -> the chunks of that run of the flat arrays: parameter, gradient
+        # and state views, made once rather than every step
+        self.chunks: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]] = {}
 
     @property
     def size(self) -> int:
@@ -146,7 +165,7 @@ class Optimizer:
 
     # per-parameter scalar states and their initial values, kept in state[p] as 0-d float32 tensors
     _scalars: ClassVar[dict[str, float]] = {"step": 0.0}
-    # scratch arrays `_update` needs, each the size of the slice it is given
+    # scratch arrays the rule needs, each the size of the slice it is given
     _n_scratch: ClassVar[int] = 0
     # True: lay parameters out in flat buffers (the built-in optimizers); a subclass that writes its own
     # `step` in PyTorch's style gets plain parameters unless it asks for packing
@@ -185,12 +204,14 @@ class Optimizer:
         """Advance the per-parameter scalars in ``sc`` for one update (default: ``step += 1``)."""
         sc["step"] += 1
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
-        """Apply one update in place: ``p`` parameters, ``g`` gradients (read only), ``s`` state buffers,
-        ``sc`` scalars after ``_advance``, ``first`` when the state was just created, ``t`` scratch.
-        All arrays are 1-D slices of the same length."""
-        raise NotImplementedError(f"{type(self).__name__} must define _update or override step")
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+        """This step's update rule: a function ``rule(p, g, s, t)`` that updates ``p`` in place, given
+        ``p`` parameters, ``g`` gradients (read only), ``s`` state buffers by name and ``t`` scratch
+        arrays, all 1-D slices of one length and of ``dtype``. ``sc`` holds the scalars after
+        ``_advance``; ``first`` is True when the state was just created. The rule is called once per
+        cache-sized chunk, so whatever depends only on the hyper-parameters is worked out here, once per
+        step (the ``make_*`` pieces below do that for the common kernels)."""
+        raise NotImplementedError(f"{type(self).__name__} must define _rule or override step")
 
     # ---- param groups ------------------------------------------------------------------------------
     def add_param_group(self, param_group: dict[str, Any]) -> None:
@@ -320,6 +341,7 @@ class Optimizer:
             pack.scal[name] = arr
         self._check_uniform(pack)
         pack.scratch = []
+        pack.chunks = {}  # views of the old state buffers
 
     def _check_uniform(self, pack: _Pack) -> None:
         """Whether all started parameters share their scalars (so one update can serve them all)."""
@@ -423,8 +445,6 @@ class Optimizer:
     def _apply(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int, g: np.ndarray | None) -> None:
         """One update of parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient)."""
         a, b = pack.bounds[i0][0], pack.bounds[i1 - 1][1]
-        if g is None:
-            g = pack.grad[a:b]
         first = not pack.inited[i0]
         if first:
             self._init_params(group, pack, i0, i1)
@@ -432,31 +452,51 @@ class Optimizer:
         self._advance(group, sc)
         for k, v in pack.scal.items():
             v[i0:i1] = sc[k]
-        chunk = max(_CHUNK_BYTES // pack.flat.itemsize, 1)
-        n = min(pack.size, chunk)  # a run is never longer than its pack
-        workers = _THREADS if b - a >= _THREADED_MIN and _THREADS > 1 else 1
-        if len(pack.scratch) < self._n_scratch * workers or (n and pack.scratch[0].size < n):
-            pack.scratch = [memory.empty_like_home(self._home, (n,), pack.flat.dtype)
-                            for _ in range(self._n_scratch * workers)]
-
-        starts = iter(range(a, b, chunk))
-
-        def run(scratch: list[np.ndarray]) -> None:
-            for c in starts:  # shared by the threads: each takes the next chunk when it is free
-                d = min(c + chunk, b)
-                self._update(group, pack.flat[c:d], g[c - a:d - a], {k: v[c:d] for k, v in pack.bufs.items()},
-                             sc, first, [t[:d - c] for t in scratch])
-
+        rule = self._rule(group, sc, first, pack.flat.dtype)
+        arrays = 2 + len(pack.bufs) + self._n_scratch
+        workers = _THREADS if (b - a) * arrays * pack.flat.itemsize >= _THREADED_BYTES else 1
         if workers == 1:
-            run(pack.scratch)
+            chunk = _CHUNK_BYTES // (arrays * pack.flat.itemsize)
         else:
-            # NumPy releases the GIL inside each pass, so chunks of a long run are updated in parallel
-            per = self._n_scratch
-            futures = [_pool().submit(run, pack.scratch[w * per:(w + 1) * per]) for w in range(1, workers)]
-            run(pack.scratch[:per])
-            for f in futures:
-                f.result()
+            chunk = _THREAD_CHUNK_BYTES // pack.flat.itemsize
+        if chunk > 1024:
+            chunk -= chunk % 1024  # whole 1024s of elements: every chunk starts as aligned as the first
+        chunk = min(max(chunk, 1), b - a)
+        work = self._chunks(pack, a, b, chunk, g)
+        workers = min(workers, len(work))
+        if len(pack.scratch) < workers or self._n_scratch and pack.scratch[0][0].size < chunk:
+            pack.scratch = [[memory.empty_like_home(self._home, (chunk,), pack.flat.dtype)
+                             for _ in range(self._n_scratch)] for _ in range(max(workers, len(pack.scratch)))]
+        if workers == 1:
+            _run_chunks(rule, work, pack.scratch[0])
+        else:
+            # NumPy releases the GIL inside each pass, so the threads update chunks in parallel; each takes
+            # the next chunk when it is free, and every element goes through the same passes either way
+            chunks = iter(work)
+            err = np.geterr()  # NumPy's error state is per thread: the workers take the caller's
+            futures = [_pool().submit(_run_chunks, rule, chunks, pack.scratch[w], err) for w in range(1, workers)]
+            try:
+                _run_chunks(rule, chunks, pack.scratch[0])
+            finally:
+                for f in futures:
+                    f.result()
         _bump_versions(pack.versions[i0:i1])
+
+    def _chunks(self, pack: _Pack, a: int, b: int, chunk: int,
+                g: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
+        """Views of elements ``a:b`` of the pack in pieces of ``chunk``: (parameters, gradient, states); the
+        gradient is ``g``, or the flat gradient when ``g`` is None (then the views are kept for next time)."""
+        if g is None:
+            key = (a, b, chunk)
+            work = pack.chunks.get(key)
+            if work is None:
+                if len(pack.chunks) >= 64:  # runs that change every step (a changing subset has gradients)
+                    pack.chunks.clear()
+                work = pack.chunks[key] = self._chunks(pack, a, b, chunk, pack.grad[a:b])
+            return work
+        bufs = pack.bufs.items()
+        cuts = [*range(a, b, chunk), b]
+        return [(pack.flat[c:d], g[c - a:d - a], {k: v[c:d] for k, v in bufs}) for c, d in zip(cuts, cuts[1:])]
 
     # ---- gradients ---------------------------------------------------------------------------------
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -548,6 +588,17 @@ class Optimizer:
         self._packing = self._flat or type(self).step is Optimizer.step
 
 
+def _run_chunks(rule: Rule, chunks: Any, scratch: list[np.ndarray], err: Any = None) -> None:
+    """Apply ``rule`` to each (parameters, gradient, states) chunk, with ``scratch`` cut to its length."""
+    if err is not None:
+        with np.errstate(**err):
+            _run_chunks(rule, chunks, scratch)
+        return
+    for p, g, s in chunks:
+        n = p.size
+        rule(p, g, s, scratch if not scratch or scratch[0].size == n else [t[:n] for t in scratch])
+
+
 def _same(a: np.ndarray) -> bool:
     return a.size == 0 or bool((a == a[0]).all())
 
@@ -561,80 +612,133 @@ def _copy_value(v: Any) -> Any:
     return v
 
 
-# ---- array helpers shared by the update rules ------------------------------------------------------
-# Each mirrors one PyTorch kernel's order of operations, so float32 results round the same way.
-
-def adam_moments(group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                 t: list[np.ndarray], lr: float, wd: float, beta1: float, beta2: float) -> np.ndarray:
-    """The Adam family's shared first half: weight decay (decoupled, as AdamW, or added to the
-    gradient), then ``exp_avg = lerp(exp_avg, g, 1 - beta1)`` and
-    ``exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2``; returns the gradient that was used."""
-    if wd != 0 and group["decoupled_weight_decay"]:
-        p *= 1 - lr * wd
-        wd = 0.0
-    g = effective_grad(p, g, t[0], group["maximize"], wd)
-    lerp_(s["exp_avg"], g, 1 - beta1, t[1])
-    s["exp_avg_sq"] *= beta2
-    addcmul_(s["exp_avg_sq"], g, g, 1 - beta2, t[1])
-    return g
+# ---- pieces of update rules ------------------------------------------------------------------------
+# Each ``make_*`` works out once per step what a piece of a rule needs and returns a function that applies
+# it in place to one chunk. Each mirrors one PyTorch kernel's order of operations, so float32 results round
+# as PyTorch's do up to its fused multiply-adds. The per-chunk functions are straight lines of NumPy calls
+# with their scalars ready as 0-d arrays and their outputs passed positionally (``np.add(x, t, x)`` is
+# ``x += t``), because Python time between the calls is time the other thread may wait for the GIL: NumPy
+# converts a Python float scalar again on every call (600 ns against 270 ns for a 0-d array), and that
+# alone made SGD with momentum 15% slower on 4M elements with two threads; an ``out=`` keyword cost 3%.
+# The hottest rules (SGD, the Adam moments) go further and write their kernels out inline.
+def const(x: float, dtype: np.dtype) -> np.ndarray:
+    """``x`` as a 0-d array of ``dtype``, rounded as NumPy rounds a Python float against that dtype."""
+    return np.array(x, dtype)
 
 
-def effective_grad(p: np.ndarray, g: np.ndarray, t: np.ndarray, maximize: bool, weight_decay: float) -> np.ndarray:
-    """The gradient an update uses: ``-g`` when maximizing, plus ``weight_decay * p`` (L2, coupled); ``g``
-    itself is never changed (it is the user's ``p.grad``). The result is ``g`` or scratch ``t``."""
+def make_grad(maximize: bool, weight_decay: float, dtype: np.dtype) -> Rule | None:
+    """The gradient an update uses, ``grad(p, g, t)``: ``-g`` when maximizing, plus ``weight_decay * p``
+    (L2, coupled). ``g`` itself is never changed (it is the user's ``p.grad``): the result is scratch
+    ``t``. None when the gradient is used as it is."""
+    wd = const(weight_decay, dtype)
     if weight_decay != 0:
-        np.multiply(p, weight_decay, out=t)
-        if maximize:
-            np.subtract(t, g, out=t)
-        else:
-            np.add(g, t, out=t)
-        return t
+        def decayed(p: np.ndarray, g: np.ndarray, t: np.ndarray) -> np.ndarray:
+            np.multiply(p, wd, t)
+            return np.subtract(t, g, t) if maximize else np.add(g, t, t)
+        return decayed
     if maximize:
-        np.negative(g, out=t)
-        return t
-    return g
+        return lambda p, g, t: np.negative(g, t)
+    return None
 
 
-def lerp_(x: np.ndarray, end: np.ndarray, w: float, t: np.ndarray) -> None:
-    """``x.lerp_(end, w)`` in place, with PyTorch's two formulas (the second is exact at ``w = 1``)."""
-    np.subtract(end, x, out=t)
+def make_lerp_(w: float, dtype: np.dtype) -> Rule:
+    """``lerp_(x, end, t)``: ``x.lerp_(end, w)`` with PyTorch's two formulas (the second is exact at
+    ``w = 1``), ``t`` scratch."""
     if abs(w) < 0.5:
-        t *= w
-        x += t
+        k = const(w, dtype)
+
+        def lerp_(x: np.ndarray, end: np.ndarray, t: np.ndarray) -> None:
+            np.subtract(end, x, t)
+            np.multiply(t, k, t)
+            np.add(x, t, x)
     else:
-        t *= 1 - w
-        np.subtract(end, t, out=x)
+        k = const(1 - w, dtype)
+
+        def lerp_(x: np.ndarray, end: np.ndarray, t: np.ndarray) -> None:
+            np.subtract(end, x, t)
+            np.multiply(t, k, t)
+            np.subtract(end, t, x)
+    return lerp_
 
 
-def addcmul_(x: np.ndarray, a: np.ndarray, b: np.ndarray, value: float, t: np.ndarray) -> None:
-    """``x.addcmul_(a, b, value=value)``: ``x + value * a * b``."""
+def make_addcmul_(value: float, dtype: np.dtype) -> Rule:
+    """``addcmul_(x, a, b, t)``: ``x.addcmul_(a, b, value=value)``, ``x + value * a * b``."""
+    k = const(value, dtype)
     if value == 1:
-        np.multiply(a, b, out=t)
+        def addcmul_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+            np.multiply(a, b, t)
+            np.add(x, t, x)
     else:
-        np.multiply(a, value, out=t)
-        t *= b
-    x += t
+        def addcmul_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+            np.multiply(a, k, t)
+            np.multiply(t, b, t)
+            np.add(x, t, x)
+    return addcmul_
 
 
-def addcdiv_(x: np.ndarray, a: np.ndarray, b: np.ndarray, value: float, t: np.ndarray) -> None:
-    """``x.addcdiv_(a, b, value=value)``: ``x + value * a / b``."""
+def make_addcdiv_(value: float, dtype: np.dtype) -> Rule:
+    """``addcdiv_(x, a, b, t)``: ``x.addcdiv_(a, b, value=value)``, ``x + value * a / b``."""
+    k = const(value, dtype)
     if value == 1:
-        np.divide(a, b, out=t)
+        def addcdiv_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+            np.divide(a, b, t)
+            np.add(x, t, x)
     else:
-        np.multiply(a, value, out=t)
-        t /= b
-    x += t
+        def addcdiv_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+            np.multiply(a, k, t)
+            np.divide(t, b, t)
+            np.add(x, t, x)
+    return addcdiv_
 
 
-def add_(x: np.ndarray, a: np.ndarray, alpha: float, t: np.ndarray) -> None:
-    """``x.add_(a, alpha=alpha)``: ``x + alpha * a``."""
+def make_add_(alpha: float, dtype: np.dtype) -> Rule:
+    """``add_(x, a, t)``: ``x.add_(a, alpha=alpha)``, ``x + alpha * a``."""
+    k = const(alpha, dtype)
     if alpha == 1:
-        x += a
-    elif alpha == -1:
-        x -= a
-    else:
-        np.multiply(a, alpha, out=t)
-        x += t
+        return lambda x, a, t: np.add(x, a, x)
+    if alpha == -1:
+        return lambda x, a, t: np.subtract(x, a, x)
+
+    def add_(x: np.ndarray, a: np.ndarray, t: np.ndarray) -> None:
+        np.multiply(a, k, t)
+        np.add(x, t, x)
+    return add_
+
+
+def make_adam_moments(group: dict[str, Any], lr: float, weight_decay: float, beta1: float, beta2: float,
+                      dtype: np.dtype) -> Rule:
+    """The Adam family's shared first half, ``moments(p, g, s, t)``: weight decay (decoupled, as AdamW,
+    or added to the gradient), then ``exp_avg = lerp(exp_avg, g, 1 - beta1)`` and
+    ``exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2``; returns the gradient that was used (``g`` or
+    ``t[0]``). Uses scratch ``t[0]`` and ``t[1]``."""
+    shrink = None
+    if weight_decay != 0 and group["decoupled_weight_decay"]:
+        shrink = const(1 - lr * weight_decay, dtype)
+        weight_decay = 0.0
+    grad = make_grad(group["maximize"], weight_decay, dtype)
+    # exp_avg.lerp_(g, 1 - beta1) and exp_avg_sq.mul_(beta2).addcmul_(g, g, value=1 - beta2) written out,
+    # as the SGD rule is, since they run on every chunk; lerp's second formula (beta1 <= 0.5) is rare
+    lerp_ = make_lerp_(1 - beta1, dtype) if 1 - beta1 >= 0.5 else None
+    w1, b2, w2 = const(1 - beta1, dtype), const(beta2, dtype), const(1 - beta2, dtype)
+
+    def moments(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> np.ndarray:
+        if shrink is not None:
+            np.multiply(p, shrink, p)
+        if grad is not None:
+            g = grad(p, g, t[0])
+        m, v, u = s["exp_avg"], s["exp_avg_sq"], t[1]
+        if lerp_ is None:
+            np.subtract(g, m, u)
+            np.multiply(u, w1, u)
+            np.add(m, u, m)
+        else:
+            lerp_(m, g, u)
+        np.multiply(v, b2, v)
+        np.multiply(g, w2, u)
+        np.multiply(u, g, u)
+        np.add(v, u, v)
+        return g
+    return moments
 
 
 def check_betas(betas: Any) -> tuple[float, float]:

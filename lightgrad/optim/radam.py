@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, check, check_betas, check_lr, adam_moments
+from .optimizer import Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_adam_moments
 
 
 class RAdam(Optimizer):
@@ -34,24 +34,30 @@ class RAdam(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq")
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (float(b) for b in group["betas"])
         step = sc["step"]
-        g = adam_moments(group, p, g, s, t, lr, wd, beta1, beta2)
-        m, v = s["exp_avg"], s["exp_avg_sq"]
+        moments = make_adam_moments(group, lr, wd, beta1, beta2, dtype)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
-        upd = np.divide(m, bias_correction1, out=t[1])  # bias-corrected exp_avg
-        upd *= lr
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-        if rho_t > 5.0:
+        adaptive = rho_t > 5.0
+        if adaptive:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-            adaptive = np.sqrt(v, out=t[2])
-            adaptive += eps
-            np.divide(bias_correction2 ** 0.5, adaptive, out=adaptive)
-            upd *= adaptive
-            upd *= rect
-        p -= upd
+            # PyTorch: p -= (m / bc1 * lr) * (sqrt(bc2) / (sqrt(v) + eps)) * rect: its scalars are one factor
+            scale = const(lr / bias_correction1 * rect * bias_correction2 ** 0.5, dtype)
+        else:
+            scale = const(lr / bias_correction1, dtype)
+        e = const(eps, dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            moments(p, g, s, t)
+            upd = np.multiply(s["exp_avg"], scale, t[1])
+            if adaptive:
+                denom = np.sqrt(s["exp_avg_sq"], t[2])
+                np.add(denom, e, denom)
+                np.divide(upd, denom, upd)
+            np.subtract(p, upd, p)
+        return rule

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _scalar, add_, addcdiv_, addcmul_, check, check_lr, effective_grad, lerp_
+from .optimizer import (Optimizer, Rule, _scalar, check, check_lr, const, make_add_, make_addcdiv_, make_addcmul_,
+                        make_grad, make_lerp_)
 
 
 class RMSprop(Optimizer):
@@ -36,28 +37,38 @@ class RMSprop(Optimizer):
         return (("square_avg",) + (("momentum_buffer",) if group["momentum"] > 0 else ())
                 + (("grad_avg",) if group["centered"] else ()))
 
-    def _update(self, group: dict[str, Any], p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray],
-                sc: dict[str, float], first: bool, t: list[np.ndarray]) -> None:
-        lr, alpha, eps = _scalar(group["lr"]), float(group["alpha"]), float(group["eps"])
-        momentum = float(group["momentum"])
-        g = effective_grad(p, g, t[0], group["maximize"], float(group["weight_decay"]))
-        v = s["square_avg"]
-        v *= alpha
-        addcmul_(v, g, g, 1 - alpha, t[1])
-        avg = t[1]
-        if group["centered"]:
-            ga = s["grad_avg"]
-            lerp_(ga, g, 1 - alpha, t[2])
-            np.multiply(ga, ga, out=avg)
-            np.subtract(v, avg, out=avg)  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
-            np.sqrt(avg, out=avg)
-        else:
-            np.sqrt(v, out=avg)
-        avg += eps
-        if momentum > 0:
-            buf = s["momentum_buffer"]
-            buf *= momentum
-            addcdiv_(buf, g, avg, 1.0, t[2])
-            add_(p, buf, -lr, t[2])
-        else:
-            addcdiv_(p, g, avg, -lr, t[2])
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+        lr, alpha = _scalar(group["lr"]), float(group["alpha"])
+        grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
+        a, eps, mom = const(alpha, dtype), const(float(group["eps"]), dtype), const(float(group["momentum"]), dtype)
+        momentum, centered = float(group["momentum"]) > 0, group["centered"]
+        accumulate = make_addcmul_(1 - alpha, dtype)
+        lerp_ = make_lerp_(1 - alpha, dtype)
+        add_buf = make_addcdiv_(1.0, dtype)
+        step = make_add_(-lr, dtype)
+        step_div = make_addcdiv_(-lr, dtype)
+
+        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+            if grad is not None:
+                g = grad(p, g, t[0])
+            v = s["square_avg"]
+            np.multiply(v, a, v)
+            accumulate(v, g, g, t[1])
+            avg = t[1]
+            if centered:
+                ga = s["grad_avg"]
+                lerp_(ga, g, t[2])
+                np.multiply(ga, ga, avg)
+                np.subtract(v, avg, avg)  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+                np.sqrt(avg, avg)
+            else:
+                np.sqrt(v, avg)
+            np.add(avg, eps, avg)
+            if momentum:
+                buf = s["momentum_buffer"]
+                np.multiply(buf, mom, buf)
+                add_buf(buf, g, avg, t[2])
+                step(p, buf, t[2])
+            else:
+                step_div(p, g, avg, t[2])
+        return rule

@@ -23,12 +23,20 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
     if not ts:
         return Tensor._make(np.asarray(0.0, np.float32))
     dt = ts[0]._data.dtype
-    if norm_type == math.inf:
-        total = max(float(np.abs(t._data).max(initial=0.0)) for t in ts)
+    # accumulated in a float64 array, not a Python float: no value leaves the arrays, so that
+    # lightgrad.compile records the computation (PyTorch's clipping does not sync either)
+    total = np.zeros((), np.float64)
+    for t in ts:
+        if norm_type == math.inf:
+            np.maximum(total, np.max(np.abs(t._data), initial=0.0), out=total)
+        elif norm_type == 2.0:
+            np.add(total, np.vdot(t._data, t._data), out=total)
+        else:
+            np.add(total, np.sum(np.power(np.abs(np.asarray(t._data, np.float64)), norm_type)), out=total)
+    if norm_type not in (2.0, math.inf):
+        total = np.power(total, 1.0 / norm_type)
     elif norm_type == 2.0:
-        total = math.sqrt(sum(float(np.vdot(t._data, t._data)) for t in ts))
-    else:
-        total = sum(float(np.sum(np.abs(t._data.astype(np.float64)) ** norm_type)) for t in ts) ** (1.0 / norm_type)
+        total = np.sqrt(total)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
@@ -39,10 +47,10 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
 def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
                           foreach: bool | None = None) -> None:
     """Scale gradients by max_norm / (total_norm + 1e-6) when that is below 1, in place."""
-    coef = min(float(max_norm) / (float(total_norm) + 1e-6), 1.0)
+    coef = np.minimum(np.divide(float(max_norm), np.add(np.asarray(total_norm._data, np.float64), 1e-6)), 1.0)
     for g in _grads(parameters):
         # in place, so gradients that are views of an optimizer's flat buffer stay views
-        g._data *= g._data.dtype.type(coef)
+        np.multiply(g._data, np.asarray(coef, g._data.dtype), out=g._data)
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
@@ -62,7 +70,7 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
     """Clamp every gradient element to [-clip_value, clip_value], in place."""
     v = float(clip_value)
     for g in _grads(parameters):
-        np.clip(g._data, -v, v, out=g._data)
+        np.clip(g._data, -v, v, out=g._data)  # (np.clip records itself under lightgrad.compile)
 
 
 clip_grad_norm = clip_grad_norm_
