@@ -44,18 +44,33 @@ Files are written and read with NumPy alone: safetensors' own writer first build
 memory (about 3x slower than a raw write in our measurements), and its NumPy reader returns copies that
 can't overlap the hashing. The optional ``safetensors`` package (``pip install safetensors``), when
 installed, double-checks every file that ``load`` accepts with its reference parser.
+
+I/O. Checkpoints with 64 MiB of tensors or more are streamed: the pool's threads copy the header and
+the tensors into a few 16 MiB page-aligned buffers, hashing each 256 KiB slice right after copying it
+(while it is in the CPU cache), as a writer thread writes the previous buffer. On Linux the buffers go
+out with O_DIRECT, straight to the disk: no page-cache copy to compete with the hash for the CPUs, no
+writeback left for the fsync, and no page cache evicted for a file that is rarely read back soon; a
+load right after such a save reads from the disk. The buffer that holds the checksum goes last.
+Saving over a file holds it open across the rename and closes it on a background thread once the new
+file and its name are on disk: freeing a large file's blocks (discards, on an SSD) can take a third as
+long as writing them. Loads read each 4 MiB chunk with ``os.preadv`` on the pool's threads, each slice
+hashed as soon as it is read.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import math
 import mmap as _mmap
 import os
 import secrets
+import stat
+import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -69,6 +84,15 @@ __all__ = ["CheckpointError", "save", "load", "verify"]
 FORMAT = "checkpoint"
 FORMAT_VERSION = 1
 _CHUNK = 4 << 20  # bytes per hashed chunk (part of the checksum's definition)
+_SLICE = 256 << 10  # bytes copied, then hashed while still in the CPU's cache
+_STREAM_MIN = 64 << 20  # checkpoints with this much tensor data are written through aligned buffers
+_WINDOW = 16 << 20  # bytes per buffer (and per write) when streaming
+_RING = 3  # buffers in flight when streaming: one being filled, the others being written
+_BLOCK = 4096  # O_DIRECT's alignment of offsets, lengths and memory (any sector size up to 4 KiB)
+_O_DIRECT = getattr(os, "O_DIRECT", 0)
+_PWRITE = hasattr(os, "pwrite")
+_PREADV = hasattr(os, "preadv")
+_FREE_THREAD = "lightgrad-free-replaced-checkpoint"
 _MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header
 _K_FORMAT, _K_VERSION, _K_LIB, _K_STRUCT, _K_SHA = (
     "lightgrad.format", "lightgrad.format_version", "lightgrad.version", "lightgrad.structure",
@@ -267,7 +291,18 @@ def _bytes_of(arr: np.ndarray) -> memoryview:
 
 
 def _sha256(chunk: memoryview) -> bytes:
-    return hashlib.sha256(chunk).digest()  # releases the GIL: chunks hash in parallel
+    """SHA-256 of ``chunk``, hashed from a small scratch copy a slice at a time: the copy pulls the bytes
+    into the CPU cache faster than the hash does by itself (here ~1.25x faster overall). Both release
+    the GIL, so chunks hash in parallel."""
+    src = np.frombuffer(chunk, np.uint8)
+    scratch = np.empty(min(_SLICE, src.size), np.uint8)
+    h = hashlib.sha256()
+    for i in range(0, src.size, _SLICE):
+        s = src[i:i + _SLICE]
+        t = scratch[:s.size]
+        t[:] = s
+        h.update(t.data)
+    return h.digest()
 
 
 def _hash_chunks(pool: ThreadPoolExecutor, arrays: dict[str, np.ndarray]) -> dict[str, list[Future[bytes]]]:
@@ -279,22 +314,38 @@ def _hash_chunks(pool: ThreadPoolExecutor, arrays: dict[str, np.ndarray]) -> dic
     return out
 
 
+def _results(chunks: dict[str, list[Future[bytes]]]) -> dict[str, list[bytes]]:
+    return {name: [fut.result() for fut in futs] for name, futs in chunks.items()}
+
+
 def _checksum(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int]],
-              chunks: dict[str, list[Future[bytes]]]) -> str:
-    """The checksum defined in the module docstring; ``entries`` maps name -> (dtype code, shape, nbytes)."""
+              digests: dict[str, list[bytes]]) -> str:
+    """The checksum defined in the module docstring; ``entries`` maps name -> (dtype code, shape, nbytes)
+    and ``digests`` name -> the SHA-256 digests of its 4 MiB chunks."""
     h = hashlib.sha256(b"lightgrad.sha256/1\n")
     rest = {k: v for k, v in meta.items() if k != _K_SHA}
     h.update(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode() + b"\n")
     for name in sorted(entries):
         code, shape, nbytes = entries[name]
         h.update(json.dumps([name, code, list(shape), nbytes], separators=(",", ":")).encode() + b"\n")
-        for fut in chunks[name]:
-            h.update(fut.result())
+        for d in digests[name]:
+            h.update(d)
     return h.hexdigest()
 
 
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="lightgrad-hash")
+
+
+def _copy_and_hash(dst: np.ndarray, src: np.ndarray, h: Any) -> None:
+    """Copy ``src`` into ``dst`` (uint8, same size) and feed it to ``h``, a slice at a time: the hash then
+    reads bytes that the copy just brought into the CPU cache (here 1.6 GB/s a core, against 1.1 GB/s
+    from memory)."""
+    for i in range(0, src.size, _SLICE):
+        s = src[i:i + _SLICE]
+        dst[i:i + s.size] = s  # NumPy and hashlib both release the GIL on buffers this large
+        if h is not None:
+            h.update(s)
 
 
 # ---- save -------------------------------------------------------------------------------------
@@ -316,19 +367,23 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
             _K_STRUCT: json.dumps(structure, separators=(",", ":"), allow_nan=False)}
     entries = {n: (_CODE_OF[np.dtype(a.dtype.name)], list(a.shape), a.nbytes) for n, a in arrays.items()}
     with _pool() as pool:
+        if isinstance(f, str | os.PathLike):
+            _save_atomic(arrays, meta, entries, pool, os.fspath(f))
+            return
         chunks = _hash_chunks(pool, arrays)
         try:
-            if isinstance(f, str | os.PathLike):
-                _save_atomic(arrays, meta, entries, chunks, os.fspath(f))
-            else:
-                # a stream may not seek back to patch the header, so the hash comes first here
-                meta[_K_SHA] = _checksum(meta, entries, chunks)
-                header, order, _ = _header(meta, arrays, entries)
-                _write_file(f, header, [arrays[n] for n in order])
+            # a stream may not seek back to patch the header, so the hash comes first here
+            meta[_K_SHA] = _checksum(meta, entries, _results(chunks))
+            header, order, _ = _header(meta, arrays, entries)
+            _write_file(f, header, [arrays[n] for n in order])
         finally:
-            for futs in chunks.values():  # on error, don't keep hashing what won't be written
-                for fut in futs:
-                    fut.cancel()
+            _cancel(chunks)
+
+
+def _cancel(chunks: dict[str, list[Future[bytes]]]) -> None:
+    for futs in chunks.values():  # on error, don't keep hashing what won't be written
+        for fut in futs:
+            fut.cancel()
 
 
 def _lib_version() -> str:
@@ -366,8 +421,7 @@ def _write_file(fh: IO[bytes], header: bytes, arrays: list[np.ndarray]) -> None:
 
 
 def _save_atomic(arrays: dict[str, np.ndarray], meta: dict[str, str],
-                 entries: dict[str, tuple[str, list[int], int]], chunks: dict[str, list[Future[bytes]]],
-                 target: str) -> None:
+                 entries: dict[str, tuple[str, list[int], int]], pool: ThreadPoolExecutor, target: str) -> None:
     target = os.path.realpath(target)  # through a symlink, so the link survives and points at the new file
     folder, base = os.path.split(target)
     if not os.path.isdir(folder):
@@ -381,21 +435,173 @@ def _save_atomic(arrays: dict[str, np.ndarray], meta: dict[str, str],
         except FileExistsError:
             continue
     try:
-        with open(fd, "wb") as fh:
-            # the data is written while the pool hashes it; the checksum is patched in afterwards
+        try:
             header, order, at = _header(dict(meta, **{_K_SHA: _PLACEHOLDER}), arrays, entries)
-            _write_file(fh, header, [arrays[n] for n in order])
-            digest = _checksum(meta, entries, chunks)
-            fh.seek(at)
-            fh.write(digest.encode())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+            if _PWRITE and sum(a.nbytes for a in arrays.values()) >= _STREAM_MIN:
+                _write_streamed(fd, header, [(n, arrays[n]) for n in order], at, pool,
+                                lambda digests: _checksum(meta, entries, digests))
+            else:
+                chunks = _hash_chunks(pool, arrays)
+                try:
+                    with open(fd, "wb", closefd=False) as fh:
+                        # the data is written while the pool hashes it; the checksum is patched in afterwards
+                        _write_file(fh, header, [arrays[n] for n in order])
+                        digest = _checksum(meta, entries, _results(chunks))
+                        fh.seek(at)
+                        fh.write(digest.encode())
+                finally:
+                    _cancel(chunks)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        old = _hold(target)
+        try:
+            os.replace(tmp, target)
+        except BaseException:
+            if old is not None:
+                os.close(old)
+            raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
-    _fsync_dir(folder)
+    try:
+        _fsync_dir(folder)
+    finally:
+        if old is not None:
+            _close_later(old)
+
+
+def _close_later(fd: int) -> None:
+    """Close the replaced file in the background. Its last close frees its blocks, which can take a
+    third of the time its writing took (discards, on SSDs); the new file and its name are on disk
+    already, so nothing waits for it."""
+    try:
+        threading.Thread(target=os.close, args=(fd,), name=_FREE_THREAD, daemon=True).start()
+    except RuntimeError:  # no thread to be had (at interpreter shutdown): close it here
+        os.close(fd)
+
+
+def _hold(target: str) -> int | None:
+    """An open descriptor on the file about to be replaced, so that the rename only drops a name and
+    freeing its blocks waits for our ``os.close``; None where there is none (or on Windows, where an
+    open file can't be replaced)."""
+    if os.name != "posix":
+        return None
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    os.close(fd)
+    return None
+
+
+def _write_streamed(fd: int, header: bytes, named: list[tuple[str, np.ndarray]], at: int,
+                    pool: ThreadPoolExecutor, seal: Callable[[dict[str, list[bytes]]], str]) -> None:
+    """Write the header and the arrays through a few aligned buffers: the pool copies and hashes the
+    next buffer while the previous one goes to disk. ``seal`` turns the arrays' chunk digests into the
+    checksum, which goes into the first buffer, written last.
+
+    Where the file system allows it (Linux), the buffers are written with O_DIRECT: straight to the
+    disk, without the page-cache copy (CPU time that the hash needs) and without leaving the whole
+    file's writeback to the final fsync."""
+    direct = [_set_direct(fd, True)]
+    hashes = [[hashlib.sha256() for _ in range(0, a.nbytes, _CHUNK)] for _, a in named]
+    # (bytes, file offset, hash): the header, then each array's 4 MiB chunks, in file order
+    parts: list[tuple[np.ndarray, int, Any]] = [(np.frombuffer(header, np.uint8), 0, None)]
+    pos = len(header)
+    for (_, a), hs in zip(named, hashes):
+        b = a.reshape(-1).view(np.uint8)
+        parts += [(b[i * _CHUNK:(i + 1) * _CHUNK], pos + i * _CHUNK, h) for i, h in enumerate(hs)]
+        pos += b.size
+    total = pos
+    first = max(_WINDOW, -(-(at + 64) // _BLOCK) * _BLOCK)  # the first window holds the checksum's place
+    starts = [0] + list(range(first, total, _WINDOW))
+    bufs = [_aligned(first)] + [_aligned(_WINDOW) for _ in range(_RING)]
+    writes: list[Future[None] | None] = [None] * _RING
+    copies: list[Future[None]] = []
+    p, done = 0, 0  # the part being copied, and the file offset up to which it is
+    with ThreadPoolExecutor(1, thread_name_prefix="lightgrad-write") as writer:
+        try:
+            for k, lo in enumerate(starts):
+                hi = starts[k + 1] if k + 1 < len(starts) else total
+                slot = (k - 1) % _RING
+                pending = writes[slot]
+                if k and pending is not None:
+                    pending.result()  # its buffer is free again
+                buf = bufs[0] if k == 0 else bufs[1 + slot]
+                while p < len(parts) and done < hi:
+                    src, off, h = parts[p]
+                    end = min(off + src.size, hi)
+                    # a chunk cut by the window's end is hashed on in the next window, after this one
+                    copies.append(pool.submit(_copy_and_hash, buf[done - lo:end - lo], src[done - off:end - off], h))
+                    done = end
+                    if end == off + src.size:
+                        p += 1
+                        done = parts[p][1] if p < len(parts) else total
+                for c in copies:
+                    c.result()
+                copies.clear()
+                if k:
+                    writes[slot] = writer.submit(_write_window, fd, buf, hi - lo, lo, direct)
+            for w in writes:
+                if w is not None:
+                    w.result()
+        except BaseException:
+            for f in [*copies, *writes]:
+                if f is not None:
+                    f.cancel()  # what has not started yet
+            raise
+    digest = seal({name: [h.digest() for h in hs] for (name, _), hs in zip(named, hashes)})
+    bufs[0][at:at + 64] = np.frombuffer(digest.encode(), np.uint8)
+    _write_window(fd, bufs[0], min(first, total), 0, direct)
+    if total % _BLOCK:
+        os.ftruncate(fd, total)  # direct writes were rounded up to whole blocks
+
+
+def _aligned(n: int) -> np.ndarray:
+    """``n`` uninitialised bytes at a page boundary (as O_DIRECT needs)."""
+    raw = np.empty(n + _BLOCK, np.uint8)
+    skip = -raw.ctypes.data % _BLOCK
+    return raw[skip:skip + n]
+
+
+def _set_direct(fd: int, on: bool) -> bool:
+    """Turn O_DIRECT on or off for ``fd``; returns whether it is on (never where the OS or the file
+    system has no direct I/O: tmpfs, macOS, Windows)."""
+    if not _O_DIRECT:
+        return False
+    import fcntl
+    try:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | _O_DIRECT if on else flags & ~_O_DIRECT)
+    except OSError:
+        return False
+    return on
+
+
+def _write_window(fd: int, buf: np.ndarray, n: int, offset: int, direct: list[bool]) -> None:
+    """Write ``buf[:n]`` at ``offset``; with O_DIRECT rounded up to whole blocks (the caller truncates)."""
+    if direct[0]:
+        try:
+            _pwrite_all(fd, buf[:n + -n % _BLOCK], offset)
+            return
+        except OSError as e:
+            if e.errno != errno.EINVAL:
+                raise
+            # O_DIRECT accepted, but not at this alignment: carry on through the page cache
+            direct[0] = _set_direct(fd, False)
+    _pwrite_all(fd, buf[:n], offset)
+
+
+def _pwrite_all(fd: int, buf: np.ndarray, offset: int) -> None:
+    """Write all of ``buf`` at ``offset`` (a seam: tests fail it midway)."""
+    view = buf.data
+    while view:
+        n = os.pwrite(fd, view, offset)
+        view, offset = view[n:], offset + n
 
 
 def _fsync_dir(folder: str) -> None:
@@ -461,61 +667,129 @@ def _read(f: Any, mode: str) -> tuple[dict[str, str], dict[str, np.ndarray], str
     """Open, validate and checksum a file. ``mode``: "copy" (arrays own their memory), "map" (arrays
     are copy-on-write views of a memory map) or "verify" (views, only for checking)."""
     name = _display(f)
-    st = _safetensors()
-    mm: Any = None
-    if _is_path(f):
-        with open(f, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            _check_magic(fh.read(8), size, name)
-            access = _mmap.ACCESS_COPY if mode == "map" else _mmap.ACCESS_READ
-            mm = _mmap.mmap(fh.fileno(), 0, access=access)
-        buf: Any = mm
-    else:
+    if not _is_path(f):
         buf = f.read()
         if not isinstance(buf, bytes | bytearray):
             raise TypeError(f"expected a binary file object, but read() returned {type(buf).__name__}")
-        size = len(buf)
-        _check_magic(bytes(buf[:8]), size, name)
-    try:
-        entries, meta, start = _parse_header(buf, size, name)
-        if _is_path(f) and st is not None:
+        _check_magic(bytes(buf[:8]), len(buf), name)
+        entries, meta, start = _parse_header(buf, len(buf), name)
+        return _finish(meta, entries, _views(buf, entries, start), mode, name)
+    with open(f, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(8)
+        _check_magic(head, size, name)
+        n = int.from_bytes(head, "little")
+        # the header alone (the checks in _parse_header come before it is used)
+        entries, meta, start = _parse_header(head + fh.read(min(n, _MAX_HEADER)), size, name)
+        st = _safetensors()
+        if st is not None:
             # a second opinion from the reference parser: whatever we accept, safetensors accepts
             try:
                 with st.safe_open(os.fspath(f), framework="numpy") as sf:
                     sf.keys()
             except Exception as e:  # noqa: BLE001 (its exception types vary between versions)
                 raise CheckpointError(f"checkpoint {name} is not a valid safetensors file ({e})") from None
-        views = {n: np.frombuffer(buf, dtype=_CODES.get(code, _BF16), count=math.prod(shape),
-                                  offset=start + begin).reshape(shape)
-                 for n, (code, shape, begin, _end) in entries.items()}
-        ours = any(k.startswith("lightgrad.") for k in meta)
-        if ours:
-            _check_meta(meta, name)
-        with _pool() as pool:
-            chunks = _hash_chunks(pool, views) if ours else {}
+        if mode == "copy" and _PREADV:
+            return _read_copies(fh.fileno(), meta, entries, start, name)
+        access = _mmap.ACCESS_COPY if mode == "map" else _mmap.ACCESS_READ
+        mm = _mmap.mmap(fh.fileno(), 0, access=access)
+    try:
+        return _finish(meta, entries, _views(mm, entries, start), mode, name)
+    finally:
+        if mode == "copy":
+            with contextlib.suppress(BufferError):  # views still alive (an exception's traceback)
+                mm.close()
+
+
+def _views(buf: Any, entries: dict[str, tuple[str, list[int], int, int]], start: int) -> dict[str, np.ndarray]:
+    return {n: np.frombuffer(buf, dtype=_CODES.get(code, _BF16), count=math.prod(shape),
+                             offset=start + begin).reshape(shape)
+            for n, (code, shape, begin, _end) in entries.items()}
+
+
+def _ours(meta: dict[str, str], name: str) -> bool:
+    ours = any(k.startswith("lightgrad.") for k in meta)
+    if ours:
+        _check_meta(meta, name)
+    return ours
+
+
+def _finish(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
+            views: dict[str, np.ndarray], mode: str, name: str) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
+    """Checksum the arrays in ``views`` (of a memory map or of bytes), copied in "copy" mode."""
+    ours = _ours(meta, name)
+    with _pool() as pool:
+        chunks = _hash_chunks(pool, views) if ours else {}
+        try:
             # copying (in this thread) overlaps the hashing (in the pool); both release the GIL
             arrays = {n: v.copy() for n, v in views.items()} if mode == "copy" else views
             if ours:
-                info = {n: (code, shape, end - begin) for n, (code, shape, begin, end) in entries.items()}
-                digest = _checksum(meta, info, chunks)
-                if digest != meta[_K_SHA]:
-                    raise CheckpointError(
-                        f"checkpoint {name} is corrupted: checksum mismatch (header says "
-                        f"{meta[_K_SHA][:16]}..., data and header hash to {digest[:16]}...); "
-                        "the file changed after it was saved (e.g. a flipped byte or a partial copy)")
-        del views, chunks
-        for n, (code, _s, _b, _e) in entries.items():
-            a = arrays[n]
-            if code == "BF16":
-                arrays[n] = (a.astype(np.uint32) << 16).view(np.float32)
-            elif mode == "map" and not (a.flags.writeable and a.flags.aligned):
-                # tensors must be writable (a bytes buffer is not) and aligned (a foreign file's may not be)
-                arrays[n] = a.copy()
-        return meta, arrays, name
-    finally:
-        if mm is not None and mode == "copy":
-            with contextlib.suppress(BufferError):  # views still alive (an exception's traceback)
-                mm.close()
+                _check_sum(meta, entries, _results(chunks), name)
+        finally:
+            _cancel(chunks)
+    del views, chunks
+    return meta, _widen(arrays, entries, mode == "map"), name
+
+
+def _read_copies(fd: int, meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
+                 start: int, name: str) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
+    """Read every array into memory of its own, a slice at a time, each slice hashed while it is
+    still in the CPU cache; the pool's threads read and hash different 4 MiB chunks at once."""
+    ours = _ours(meta, name)
+    arrays = {n: np.empty(shape, _CODES.get(code, _BF16)) for n, (code, shape, _b, _e) in entries.items()}
+    hashes: dict[str, list[Any]] = {}
+    with _pool() as pool:
+        jobs = []
+        for n, (_c, _s, begin, end) in entries.items():
+            dst = arrays[n].reshape(-1).view(np.uint8)
+            hashes[n] = [hashlib.sha256() if ours else None for _ in range(0, end - begin, _CHUNK)]
+            jobs += [pool.submit(_read_and_hash, fd, dst[i * _CHUNK:(i + 1) * _CHUNK],
+                                 start + begin + i * _CHUNK, h, name) for i, h in enumerate(hashes[n])]
+        try:
+            for j in jobs:
+                j.result()
+        finally:
+            for j in jobs:
+                j.cancel()
+    if ours:
+        _check_sum(meta, entries, {n: [h.digest() for h in hs] for n, hs in hashes.items()}, name)
+    return meta, _widen(arrays, entries, False), name
+
+
+def _read_and_hash(fd: int, dst: np.ndarray, offset: int, h: Any, name: str) -> None:
+    for i in range(0, dst.size, _SLICE):
+        d = dst[i:i + _SLICE]
+        view = d.data
+        while view:
+            got = os.preadv(fd, [view], offset + i + d.size - len(view))
+            if not got:
+                raise CheckpointError(f"checkpoint {name} is truncated: it got shorter while being read")
+            view = view[got:]
+        if h is not None:
+            h.update(d)
+
+
+def _check_sum(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
+               digests: dict[str, list[bytes]], name: str) -> None:
+    info = {n: (code, shape, end - begin) for n, (code, shape, begin, end) in entries.items()}
+    digest = _checksum(meta, info, digests)
+    if digest != meta[_K_SHA]:
+        raise CheckpointError(
+            f"checkpoint {name} is corrupted: checksum mismatch (header says "
+            f"{meta[_K_SHA][:16]}..., data and header hash to {digest[:16]}...); "
+            "the file changed after it was saved (e.g. a flipped byte or a partial copy)")
+
+
+def _widen(arrays: dict[str, np.ndarray], entries: dict[str, tuple[str, list[int], int, int]],
+           mapped: bool) -> dict[str, np.ndarray]:
+    for n, (code, _s, _b, _e) in entries.items():
+        a = arrays[n]
+        if code == "BF16":
+            arrays[n] = (a.astype(np.uint32) << 16).view(np.float32)
+        elif mapped and not (a.flags.writeable and a.flags.aligned):
+            # tensors must be writable (a bytes buffer is not) and aligned (a foreign file's may not be)
+            arrays[n] = a.copy()
+    return arrays
 
 
 def _check_magic(head: bytes, size: int, name: str) -> None:

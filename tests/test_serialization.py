@@ -3,6 +3,7 @@ interchange, atomic saves and bit-exact resumption in a fresh process."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -13,6 +14,7 @@ import runpy
 import subprocess
 import sys
 import textwrap
+import threading
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from safetensors import safe_open  # noqa: E402
 try:
     import torch
 except ImportError:  # the interchange tests skip
-    torch = None
+    torch = None  # type: ignore[assignment]
 needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
 
 DTYPES = [lightgrad.float32, lightgrad.float64, lightgrad.float16, lightgrad.int8, lightgrad.int16,
@@ -119,7 +121,7 @@ def test_roundtrip_nested_structure(tmp_path: Path) -> None:
         "np_scalars": [np.float32(1.5), np.int64(4), np.bool_(True)],
     }
     back = _roundtrip(obj, tmp_path / "ckpt.safetensors")
-    expected = dict(obj, np_scalars=[1.5, 4, True])  # NumPy scalars come back as Python ones
+    expected = {**obj, "np_scalars": [1.5, 4, True]}  # NumPy scalars come back as Python ones
     _same(expected, back)
 
 
@@ -364,7 +366,7 @@ def test_failed_load_changes_nothing(ckpt: Path) -> None:
 
 def test_plain_safetensors_file_loads_as_flat_dict(tmp_path: Path) -> None:
     path = tmp_path / "plain.safetensors"
-    arrays = {"b": np.arange(3, dtype=np.int32), "a": np.ones((2, 2), np.float64)}
+    arrays: dict[str, np.ndarray] = {"b": np.arange(3, dtype=np.int32), "a": np.ones((2, 2), np.float64)}
     st_numpy.save_file(arrays, path, metadata={"format": "pt"})
     back = lightgrad.load(path)
     assert list(back) == ["a", "b"]
@@ -538,6 +540,136 @@ def test_save_replaces_and_uses_default_permissions(tmp_path: Path) -> None:
     assert link.is_symlink() and lightgrad.load(path)["w"].tolist() == [5.0, 5.0]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         lightgrad.save({"w": lightgrad.ones(1)}, tmp_path / "missing" / "ckpt.safetensors")
+
+
+# ---- large checkpoints: the streamed writer, the background free, parallel reads ---------------------
+
+def _big_state() -> dict[str, Any]:
+    # tensors of several hash chunks with sizes that are no multiple of anything, of mixed item sizes
+    return {"a": lightgrad.from_numpy(_values(lightgrad.float32, (1_300_001,), seed=1)),
+            "b": lightgrad.from_numpy(_values(lightgrad.float64, (3, 1001), seed=2)),
+            "c": lightgrad.from_numpy(_values(lightgrad.uint8, (4 << 20,), seed=3)),
+            "d": lightgrad.from_numpy(_values(lightgrad.int16, (7,), seed=4)), "e": lightgrad.zeros(0),
+            "step": 12, "note": "x" * 5000}
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every path save takes the streamed writer, with windows small enough that many 4 MiB hash chunks
+    (and the header) are cut between two windows."""
+    monkeypatch.setattr(S, "_STREAM_MIN", 0)
+    monkeypatch.setattr(S, "_WINDOW", 3 * 4096)
+
+
+def _join_background() -> None:
+    for t in threading.enumerate():
+        if t.name == S._FREE_THREAD:
+            t.join(10)
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["O_DIRECT-if-supported", "page-cache"])
+def test_streamed_save_writes_the_same_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, direct: bool) -> None:
+    obj = _big_state()
+    lightgrad.save(obj, tmp_path / "plain.safetensors")  # below _STREAM_MIN: one buffered write
+    monkeypatch.setattr(S, "_STREAM_MIN", 0)
+    monkeypatch.setattr(S, "_WINDOW", 3 * 4096)
+    if not direct:
+        monkeypatch.setattr(S, "_set_direct", lambda fd, on: False)
+    path = tmp_path / "streamed.safetensors"
+    lightgrad.save(obj, path)
+    assert path.read_bytes() == (tmp_path / "plain.safetensors").read_bytes()
+    meta, arrays = _file_parts(path)
+    assert meta["lightgrad.sha256"] == _reference_checksum(meta, arrays)
+    _same(obj, lightgrad.load(path))
+    assert sorted(os.listdir(tmp_path)) == ["plain.safetensors", "streamed.safetensors"]
+
+
+def test_streamed_save_falls_back_when_direct_io_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            streamed: None) -> None:
+    obj = _big_state()
+    real, calls = S._pwrite_all, []
+
+    def refuse_first(fd: int, buf: np.ndarray, offset: int) -> None:
+        calls.append(offset)
+        if len(calls) == 1:  # a file system that takes O_DIRECT but not our alignment
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real(fd, buf, offset)
+
+    monkeypatch.setattr(S, "_pwrite_all", refuse_first)
+    path = tmp_path / "c.safetensors"
+    lightgrad.save(obj, path)
+    assert len(calls) > 2 and calls[1] == calls[0]  # the refused window was written again
+    _same(obj, lightgrad.load(path))
+    meta, arrays = _file_parts(path)
+    assert meta["lightgrad.sha256"] == _reference_checksum(meta, arrays)
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_failed_streamed_save_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                streamed: None) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    lightgrad.save({"w": lightgrad.ones(1000)}, path)
+    before, fds = path.read_bytes(), _open_fds()
+    real, calls = S._pwrite_all, []
+
+    def fail_midway(fd: int, buf: np.ndarray, offset: int) -> None:
+        calls.append(offset)
+        if len(calls) == 3:
+            real(fd, buf[:4096], offset)  # as if the disk filled up halfway through (a whole block: O_DIRECT)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(fd, buf, offset)
+
+    monkeypatch.setattr(S, "_pwrite_all", fail_midway)
+    with pytest.raises(OSError, match="No space left"):
+        lightgrad.save(_big_state(), path)
+    assert 3 <= len(calls) <= 3 + S._RING and path.read_bytes() == before  # writes already queued may run
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]  # no temporary file left behind
+    assert _open_fds() == fds  # the temporary file's descriptor is closed
+    assert not [t for t in threading.enumerate()  # nor threads of the save left
+                if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_replaced_file_is_freed_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  stream: bool) -> None:
+    if stream:
+        monkeypatch.setattr(S, "_STREAM_MIN", 0)
+    path = tmp_path / "ckpt.safetensors"
+    lightgrad.save({"w": lightgrad.ones(4)}, path)
+    _join_background()
+    fds = _open_fds()
+    old = os.stat(path)
+    lightgrad.save({"w": lightgrad.zeros(4)}, path)  # replaces the first file
+    _join_background()
+    assert _open_fds() == fds  # its descriptor, held across the rename, is closed
+    assert os.stat(path).st_ino != old.st_ino and lightgrad.load(path)["w"].tolist() == [0.0] * 4
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+
+
+def test_save_over_a_folder_or_a_fifo(tmp_path: Path) -> None:
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    with pytest.raises(OSError):
+        lightgrad.save({"w": lightgrad.ones(2)}, folder)
+    assert os.listdir(tmp_path) == ["folder"]
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)
+        lightgrad.save({"w": lightgrad.ones(2)}, fifo)  # hangs if save opens the FIFO and waits for a writer
+        assert lightgrad.load(fifo)["w"].tolist() == [1.0, 1.0]
+
+
+def test_file_that_shrinks_while_loading(ckpt: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not hasattr(os, "preadv"):
+        pytest.skip("reads through a memory map here")
+    monkeypatch.setattr(os, "preadv", lambda fd, buffers, offset: 0)  # as if truncated after the header check
+    with pytest.raises(CheckpointError, match="truncated.*got shorter"):
+        lightgrad.load(ckpt)
 
 
 def test_verify_summary(ckpt: Path) -> None:
