@@ -389,7 +389,8 @@ def expand(x: Array, shape: tuple[int, ...]) -> Array:
     else:
         strides = [0] * lead + [0 if n == 1 else s for n, s in zip(x.shape, x.strides)]
     v = np.ndarray(shape, x.dtype, x, 0, strides)
-    v.flags.writeable = False
+    if v.flags.writeable:  # (a view of a read-only array, such as the seed gradient, is one already)
+        v.flags.writeable = False
     return v
 
 
@@ -400,6 +401,8 @@ def add_into(x: Array, y: Array, out: Array) -> None:
 
 def iadd(x: Array, y: Array) -> Array:
     """``x += y`` in place (x's storage is kept); returns x."""
+    if _threads[0] == 1:  # every gradient accumulation: skip the threads wrapper's call
+        return np.add(x, y, out=x)
     return _ufunc_into(np.add, (x, y), x)
 
 
@@ -592,6 +595,7 @@ def _reduced(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> t
 
 _ONES: dict[Any, np.ndarray] = {}  # per dtype, _GEMV_MAX ones; a sum of n entries uses the first n
 _GEMV_MAX = 8192  # longest sum done by BLAS: its float32 accumulators drift on much longer ones
+_GEMV_FULL_MIN = 1 << 16  # full sums of this many entries or more go by rows through BLAS
 
 
 def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) -> Array | None:
@@ -629,16 +633,26 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
            dtype: Any = None) -> Array:
     """``f.reduce`` over ``axes`` (None: all); ``f`` is a ufunc or a binary op of this module."""
     f = getattr(f, "ufunc", f)
-    if f is np.add and axes is not None and isinstance(x, np.ndarray):
-        r = _sum_gemv(x, axes, keepdims, dtype)
-        if r is not None:
-            return r
+    if f is np.add and isinstance(x, np.ndarray):
+        if axes is not None:
+            r = _sum_gemv(x, axes, keepdims, dtype)
+            if r is not None:
+                return r
+        elif x.size >= _GEMV_FULL_MIN and x.ndim > 1:
+            # a full sum of a large array: its rows by BLAS (on all of BLAS's threads), then
+            # their sums (NumPy's one-thread reduction is 3x slower on 1000 x 1000)
+            r = _sum_gemv(x, (x.ndim - 1,), False, dtype)
+            if r is not None:
+                total = f.reduce(r, axis=None, dtype=dtype)
+                return np.reshape(total, (1,) * x.ndim) if keepdims else total
     kw = {}
     if (f is np.maximum or f is np.minimum) and isinstance(x, np.ndarray) and x.dtype.kind == "f" and x.size:
         # with an initial value NumPy takes its vector loop over short rows: 3x faster
         kw["initial"] = -np.inf if f is np.maximum else np.inf
     a = _current.get()
     if a is None and not (_big(x) and x.dtype.kind == "f"):
+        if not kw:  # (NumPy's call with an empty **kw costs a third of a small sum)
+            return f.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype)  # type: ignore[arg-type]
         return f.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype, **kw)  # type: ignore[arg-type]
     ax = tuple(range(x.ndim)) if axes is None else axes
     out = empty(_reduced(x.shape, ax, keepdims), x.dtype if dtype is None else dtype)

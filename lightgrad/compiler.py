@@ -299,6 +299,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
         if node is None:
             node = cls()
             node.parents = tuple(_ghost(a) for a in args)
+            node.edges = [None] * len(args)  # no input needs a gradient (needs() reads edges)
         node_name = tr.const(node)
         tr.nodes[id(node)] = node_name
         expr = tr.call(f"{node_name}.forward", args, kw, cls.__name__)

@@ -1,8 +1,9 @@
-"""The backward engine: an iterative topological walk over graph nodes."""
+"""The backward engine: graph nodes run most recent first, each once all its gradient has arrived."""
 
 from __future__ import annotations
 
 import sys
+from heapq import heapify, heappop, heappush
 from typing import Any
 
 import numpy as np
@@ -18,32 +19,6 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
           ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
           "graph a second time or if you need to access saved tensors after calling backward.")
-
-
-def _topo(roots: list[Function]) -> list[Function]:
-    """Nodes reachable from ``roots``, each before every node it sends gradients to (iterative DFS,
-    so deep graphs need no recursion)."""
-    order: list[Function] = []
-    seen: set[Function] = set()
-    for root in roots:
-        if root in seen:
-            continue
-        seen.add(root)
-        stack = [(root, iter(root.parents))]
-        while stack:
-            node, it = stack[-1]
-            for p in it:
-                if isinstance(p, Tensor):
-                    fn = p._grad_fn
-                    if fn is not None and fn not in seen:
-                        seen.add(fn)
-                        stack.append((fn, iter(fn.parents)))
-                        break
-            else:
-                stack.pop()
-                order.append(node)
-    order.reverse()
-    return order
 
 
 def _check_versions(node: Function) -> None:
@@ -126,7 +101,11 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     """Backpropagate from ``outputs``; accumulate into leaves' ``.grad``, or, with ``inputs``,
     return the gradients of those tensors instead."""
     grads: dict[Any, Any] = {}  # node (or leaf tensor, with inputs=) -> gradient so far
-    roots: list[Function] = []
+    # Nodes run most recent first (smallest seq): every node was made after the nodes its edges
+    # point to, so all that send it a gradient have run before it (PyTorch orders its ready queue
+    # the same way). A node joins the heap when its first gradient arrives; one that gets none
+    # never runs.
+    heap: list[tuple[int, Function]] = []
     only = None if accumulate_only is None else {
         id(t) for t in ([accumulate_only] if isinstance(accumulate_only, Tensor) else accumulate_only)}
     for t, g in zip(outputs, grad_outputs):
@@ -139,27 +118,31 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
         if fn is None:
             _deliver_leaf(t, garr, grads, inputs is not None, only, create_graph)
         else:
-            roots.append(fn)
             prev = grads.get(fn)
-            grads[fn] = garr if prev is None else prev + garr
+            if prev is None:
+                grads[fn] = garr
+                heap.append((fn.seq, fn))
+            else:
+                grads[fn] = prev + garr
     capture = inputs is not None
     # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
-    taken: dict[Any, Any] = {t._grad_fn: None for t in inputs or () if t._grad_fn is not None}
+    taken: dict[Any, Any] | None = {t._grad_fn: None for t in inputs if t._grad_fn is not None} if inputs else None
     stamp = _STAMP[0]
     owned: set[int] = set()
     plain_leaves = not capture and only is None  # the common case: leaves just accumulate .grad
+    heapify(heap)
     token = _enabled.set(create_graph)
     try:
-        for node in _topo(roots):
-            g = grads.pop(node, None)
-            if g is None:
-                continue
+        while heap:
+            node = heappop(heap)[1]
+            g = grads.pop(node)
             if not create_graph:
                 if type(g) is SliceGrad:
                     g = g.dense()
                 elif owned:
                     owned.discard(id(g))
-            if node.saved is None:
+            saved = node.saved
+            if saved is None:
                 raise RuntimeError(_FREED)
             if node.stamp != stamp:
                 _check_versions(node)
@@ -168,29 +151,32 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
             if taken and node in taken:
                 taken[node] = g
             pgrads = _graph_backward(node, g) if create_graph else node.backward(g)
-            for p, pg in zip(node.parents, pgrads):
-                if pg is None or not isinstance(p, Tensor) or not p.requires_grad:
+            for p, e, pg in zip(node.parents, node.edges, pgrads):
+                if e is None or pg is None:
                     continue
                 if pg.shape != p._data.shape:
                     pg = unbroadcast(pg, p._data.shape)
-                fn = p._grad_fn
-                if fn is None:
+                if not isinstance(e, Function):  # a leaf
                     if type(pg) is SliceGrad:
                         pg = pg.dense()
                     if plain_leaves:
-                        _accumulate(p, pg, create_graph, steal=True)
+                        _accumulate(e, pg, create_graph, steal=True)
                     else:
-                        _deliver_leaf(p, pg, grads, capture, only, create_graph)
+                        _deliver_leaf(e, pg, grads, capture, only, create_graph)
+                    continue
+                prev = grads.get(e)
+                if prev is None:
+                    grads[e] = pg
+                    heappush(heap, (e.seq, e))
                 else:
-                    prev = grads.get(fn)
-                    grads[fn] = pg if prev is None else (prev + pg if create_graph else _add_grad(prev, pg, owned))
-            if not retain_graph and node.saved:
+                    grads[e] = prev + pg if create_graph else _add_grad(prev, pg, owned)
+            if saved and not retain_graph:
                 node.saved = None
     finally:
         _enabled.reset(token)
     if not capture:
         return []
-    res = [taken.get(t._grad_fn) if t._grad_fn is not None else grads.get(t) for t in inputs or ()]
+    res = [taken.get(t._grad_fn) if taken and t._grad_fn is not None else grads.get(t) for t in inputs or ()]
     if create_graph:
         return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
     return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))
@@ -207,7 +193,10 @@ def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only:
 
 
 # References a gradient array has inside _accumulate when only the engine's loop holds it: the
-# backward's result tuple, zip's cached pair, the loop variable, the parameter, getrefcount's own.
+# backward's result tuple, zip's cached (parent, edge, gradient) tuple, the loop variable, the
+# parameter, getrefcount's own. A gradient the loop replaced (densified: fresh) has 3; a view
+# (unbroadcast) is never taken. An array anything else holds (a saved input handed over as a
+# gradient, a user's tensor) has at least one more. tests/test_fast_paths.py checks both sides.
 _EXCLUSIVE_REFS = 5
 
 
@@ -218,7 +207,17 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> N
         return
     if g.dtype != t._data.dtype:
         g = g.astype(t._data.dtype)
-    if t.grad is None:
+    grad = t.grad
+    if grad is not None:
+        gd = grad._data
+        if gd.shape == g.shape and gd.flags.writeable:
+            B.iadd(gd, g)
+        else:
+            arr = empty_like_home(t._mem, g.shape, g.dtype)
+            B.add_into(gd, g, arr)
+            t.grad = Tensor._make(arr)
+            t.grad._mem = t._mem
+    else:
         buf = t._grad_buf
         if buf is None and t._mem is not None and t._mem[0]:
             # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
@@ -239,14 +238,5 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> N
             # a parameter made on the heap keeps its gradient on the heap, not in a step's arena
             arr = empty_like_home(t._mem, g.shape, g.dtype)
             B.copyto(arr, g)
-            t.grad = Tensor._make(arr)
-            t.grad._mem = t._mem
-    else:
-        gd = t.grad._data
-        if gd.flags.writeable and gd.shape == g.shape:
-            B.iadd(gd, g)
-        else:
-            arr = empty_like_home(t._mem, g.shape, g.dtype)
-            B.add_into(gd, g, arr)
             t.grad = Tensor._make(arr)
             t.grad._mem = t._mem

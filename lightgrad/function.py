@@ -13,6 +13,7 @@ output as the last item.
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -20,7 +21,11 @@ import numpy as np
 
 from . import backend as B
 from .autograd import _enabled
+from .memory import _current as _arena
 from .memory import reclaimed_error
+
+_new_object = object.__new__
+_SEQ = itertools.count(0, -1)
 
 
 class Function:
@@ -29,6 +34,11 @@ class Function:
     saved: Any = ()
     saves_out = False
     parents: tuple[Any, ...]
+    # per input, where its gradient goes, fixed when the op runs (as PyTorch's edges): the node
+    # that made it, the leaf Tensor itself, or None when it needs no gradient; an in-place op that
+    # later gives the input a new grad_fn does not reroute this node's gradient
+    edges: list[Any]
+    seq: int  # creation order (counting down): backward runs nodes in increasing seq, newest first
     stamp: int
     out_version: list[int]
     retained: Any = None  # the output tensor, when it asked retain_grad()
@@ -43,6 +53,7 @@ class Function:
     def apply(cls, *args: Any, **kw: Any) -> Any:
         ctx = cls()
         raw = []
+        edges = []
         need = False
         for a in args:
             if isinstance(a, Tensor):
@@ -52,22 +63,37 @@ class Function:
                 raw.append(a._data)
                 if a.requires_grad:
                     need = True
+                    edges.append(a._grad_fn or a)
+                else:
+                    edges.append(None)
             else:
                 raw.append(a)
-        t = Tensor._make(ctx.forward(*raw, **kw))
+                edges.append(None)
+        out = ctx.forward(*raw, **kw)
+        # Tensor._make, written out: this runs for every op
+        t = _new_object(Tensor)
+        t._data = out if type(out) is np.ndarray else np.asarray(out)
+        t.grad = None
+        t._version = version = [0, 0]
+        arena = _arena.get()
+        t._mem = None if arena is None else arena._token
         if need and _enabled.get():
             ctx.parents = args
+            ctx.edges = edges
+            ctx.seq = next(_SEQ)
             ctx.stamp = _STAMP[0]  # saved inputs modified in place after this are refused
             if cls.saves_out:
-                ctx.out_version = t._version
+                ctx.out_version = version
             t.requires_grad = True
             t._grad_fn = ctx
+        else:
+            t.requires_grad = False
+            t._grad_fn = None
         return t
 
     def needs(self, i: int) -> bool:
         """Whether input ``i`` needs a gradient (skip costly work when it does not)."""
-        p = self.parents[i]
-        return isinstance(p, Tensor) and p.requires_grad
+        return self.edges[i] is not None
 
     def name(self) -> str:
         return type(self).__name__ + "Backward0"
@@ -77,7 +103,25 @@ class Function:
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
-        return tuple((p._grad_fn if isinstance(p, Tensor) else None, 0) for p in self.parents)
+        return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
+
+
+class AccumulateGrad:
+    """What ``next_functions`` shows for a leaf that requires grad, as in PyTorch."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Any) -> None:
+        self.variable = variable
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AccumulateGrad) and other.variable is self.variable
+
+    def __hash__(self) -> int:
+        return id(self.variable)
 
 
 def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
@@ -116,7 +160,20 @@ class Mul(Function):
 
     def backward(self, g):
         x, y = self.saved
-        return (B.multiply(g, y) if self.needs(0) else None), (B.multiply(g, x) if self.needs(1) else None)
+        return (_times(g, y) if self.needs(0) else None), (_times(g, x) if self.needs(1) else None)
+
+
+_HANDOVER_MIN = 1 << 14  # (below this many entries, checking costs more than the product)
+
+
+def _times(g, y):
+    """g * y. The gradient of a sum arrives as a read-only broadcast of a single 1 (all strides
+    0): times y that is y itself, handed over as the gradient with no pass over memory and no
+    fresh array (the engine writes only into arrays it made, so a shared one is safe here)."""
+    if (type(g) is np.ndarray and g.size >= _HANDOVER_MIN and type(y) is np.ndarray and g.shape == y.shape
+            and g.dtype == y.dtype and not any(g.strides) and g.flat[0] == 1):
+        return y
+    return B.multiply(g, y)
 
 
 class Div(Function):
@@ -1077,11 +1134,12 @@ class AvgPool2d(Function):
 
 
 # ---- recurrent layers --------------------------------------------------------------------------
-# One primitive per layer and direction runs the whole time loop in NumPy: the input projections
-# xp (T, B, G) of every step come in precomputed (one matmul per layer, outside), so a step is
-# one (B, H) x (H, G) product plus pointwise work, and the graph has one node instead of ~15 per
-# step. Backward is backpropagation through time over the saved activations; the recurrent
-# weight's gradient is one matrix product over all steps at the end.
+# One primitive per layer and direction runs the whole time loop in NumPy: for RNN and GRU the
+# input projections xp (T, B, G) of every step come in precomputed (one matmul per layer,
+# outside), so a step is one (B, H) x (H, G) product plus pointwise work; LSTM puts x_t and the
+# bias into that product instead. The graph has one node instead of ~15 per step. Backward is
+# backpropagation through time over the saved activations; the weights' gradients are one
+# matrix product over all steps at the end.
 
 _NO_DOUBLE = ("double backward through a fused RNN/LSTM/GRU layer is not supported "
               "(create_graph=True); unroll RNNCell/LSTMCell/GRUCell in a loop instead")
@@ -1153,77 +1211,125 @@ class RNNLayer(Function):
 
 
 class LSTMLayer(Function):
-    """LSTM over a sequence with PyTorch's gate order (i, f, g, o); xp holds both biases.
-    Returns (T + 1, B, H): the T outputs, then the final cell state."""
+    """LSTM over a sequence x (T, B, I) with PyTorch's gate order (i, f, g, o); the biases may be
+    None. Returns (T + 1, B, H): the T outputs, then the final cell state.
 
-    def forward(self, xp, w_hh, h0, c0, reverse):
-        t_len, hid = xp.shape[0], h0.shape[1]
-        # sigmoid(x) = (1 + tanh(x/2)) / 2: halving the i, f, o columns of each step's
-        # pre-activations (exact: a power of two) lets one tanh activate all four gates, and one
-        # multiply-add then maps the i, f, o parts to (1 + tanh) / 2; every op is a whole,
-        # contiguous (B, 4H) row block, written in place
-        half = np.ones(4 * hid, xp.dtype)
-        half[:2 * hid] = half[3 * hid:] = 0.5
+    Each step is one product [h_{t-1}, x_t, 1] (B, K) @ W (K, 4H), W = [W_hh^T; W_ih^T; b_ih + b_hh]:
+    the input projection and both biases ride in the recurrent GEMM (no separate (T, B, 4H)
+    array to read back and add each step), and the weight gradients are one product over all
+    steps. The i, f, o columns of W are halved (exact: a power of two) because
+    sigmoid(x) = (1 + tanh(x/2)) / 2: one tanh activates all four gates, and one multiply-add
+    maps the i, f, o parts to (1 + tanh) / 2; every op is a whole, contiguous (B, 4H) block."""
+
+    def forward(self, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
+        t_len, batch, n_in = x.shape
+        hid = h0.shape[1]
+        h2, h3 = 2 * hid, 3 * hid
+        k = hid + n_in + (b_ih is not None)
+        half = np.ones(4 * hid, x.dtype)
+        half[:h2] = half[h3:] = 0.5
         shift = np.subtract(1, half)  # 0.5 for i, f, o; 0 for g
-        whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM
-        out = B.empty((t_len + 1, *h0.shape), xp.dtype)
-        gates = B.empty(xp.shape, xp.dtype)  # activated gates, saved for backward
-        cells = B.empty((t_len, *h0.shape), xp.dtype)
-        tanh_c = B.empty((t_len, *h0.shape), xp.dtype)
-        tmp = np.empty(h0.shape, xp.dtype)
+        w = B.empty((k, 4 * hid), x.dtype)
+        np.multiply(B.transpose(w_hh), half, out=w[:hid])
+        np.multiply(B.transpose(w_ih), half, out=w[hid:hid + n_in])
+        hx = B.empty((t_len, batch, k), x.dtype)  # step t's [h_{t-1}, x_t, 1], saved for backward
+        hx[:, :, hid:hid + n_in] = x
+        if b_ih is not None:
+            np.add(b_ih, b_hh, out=w[-1])
+            w[-1] *= half
+            hx[:, :, -1] = 1
+        steps = _steps(t_len, reverse)
+        hx[steps[0], :, :hid] = h0
+        out = B.empty((t_len + 1, batch, hid), x.dtype)
+        gates = B.empty((t_len, batch, 4 * hid), x.dtype)  # activated gates, saved for backward
+        cells = B.empty((t_len, batch, hid), x.dtype)
+        tanh_c = B.empty((t_len, batch, hid), x.dtype)
+        tmp = np.empty((batch, hid), x.dtype)
         mm, add, mul, tanh = np.matmul, np.add, np.multiply, np.tanh
-        h, c = h0, c0
-        for t in _steps(t_len, reverse):
+        c = c0
+        step = -1 if reverse else 1
+        for t in steps:
             z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
-            mm(h, whT, out=z)
-            add(z, xp[t], out=z)
-            mul(z, half, out=z)
+            mm(hx[t], w, out=z)
             tanh(z, out=z)
             mul(z, half, out=z)
             add(z, shift, out=z)
-            mul(z[:, hid:2 * hid], c, out=cn)  # c' = f c + i g
-            mul(z[:, :hid], z[:, 2 * hid:3 * hid], out=tmp)
+            mul(z[:, hid:h2], c, out=cn)  # c' = f c + i g
+            mul(z[:, :hid], z[:, h2:h3], out=tmp)
             add(cn, tmp, out=cn)
             tanh(cn, out=th)
-            mul(z[:, 3 * hid:], th, out=o)  # h' = o tanh(c')
-            h, c = o, cn
+            mul(z[:, h3:], th, out=o)  # h' = o tanh(c')
+            if 0 <= t + step < t_len:
+                hx[t + step, :, :hid] = o
+            c = cn
         out[t_len] = c
         self.reverse = reverse
-        self.saved = (w_hh, h0, c0, out, gates, cells, tanh_c)
+        self.saved = (w_ih, w_hh, c0, hx, out, gates, cells, tanh_c)
         return out
 
     def backward(self, g):
         if isinstance(g, Tensor):
             raise RuntimeError(_NO_DOUBLE)
-        w_hh, h0, c0, out, gates, cells, tanh_c = self.saved
-        t_len, hid = gates.shape[0], h0.shape[1]
-        g4 = B.reshape(gates, (*gates.shape[:2], 4, hid))
-        i, f, gg, o = g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3]
-        # everything that does not depend on the recurrence, for all steps at once: the step
-        # loop is then only dh -> dc -> gate gradients -> dh through W_hh
-        to_c = B.multiply(o, B.subtract(1, B.multiply(tanh_c, tanh_c)))  # d c_t / d h_t
-        coef = B.empty(g4.shape, gates.dtype)  # gate-gradient factors of dc (i, f, g) and dh (o)
-        np.multiply(gg, B.multiply(i, B.subtract(1, i)), out=coef[:, :, 0])
-        np.multiply(_prev_states(cells, c0, self.reverse), B.multiply(f, B.subtract(1, f)), out=coef[:, :, 1])
-        np.multiply(i, B.subtract(1, B.multiply(gg, gg)), out=coef[:, :, 2])
-        np.multiply(tanh_c, B.multiply(o, B.subtract(1, o)), out=coef[:, :, 3])
-        dz = B.empty(g4.shape, gates.dtype)
-        dh = B.zeros(h0.shape, gates.dtype)
+        w_ih, w_hh, c0, hx, out, gates, cells, tanh_c = self.saved
+        t_len, batch, k = hx.shape
+        hid, n_in = c0.shape[1], w_ih.shape[1]
+        # everything that does not depend on the recurrence first, so that the step loop is only
+        # dh -> dc -> gate gradients -> dh through W_hh; in blocks of steps whose arrays stay
+        # in the CPU cache across the dozen passes (whole arrays: ~3% slower per training step)
+        dz = B.empty(gates.shape, gates.dtype)
+        to_c = B.empty(tanh_c.shape, gates.dtype)
+        for lo in range(0, t_len, _LSTM_BLOCK):
+            _lstm_factors(gates, cells, tanh_c, c0, lo, min(lo + _LSTM_BLOCK, t_len), self.reverse, dz, to_c)
+        z4 = B.reshape(dz, (t_len, batch, 4, hid))
+        f = B.reshape(gates, z4.shape)[:, :, 1]
+        dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
-        tmp = np.empty(h0.shape, gates.dtype)
-        dz2 = B.reshape(dz, (t_len, -1, 4 * hid))
+        tmp = np.empty((batch, hid), gates.dtype)
         for t in _steps(t_len, not self.reverse):
             dh += g[t]
             np.multiply(dh, to_c[t], out=tmp)
             dc += tmp
-            np.multiply(dc[:, None, :], coef[t, :, :3], out=dz[t, :, :3])
-            np.multiply(dh, coef[t, :, 3], out=dz[t, :, 3])
+            zt = z4[t]
+            np.multiply(zt[:, :3], dc[:, None, :], out=zt[:, :3])
+            np.multiply(zt[:, 3], dh, out=zt[:, 3])
             dc *= f[t]
-            np.matmul(dz2[t], w_hh, out=dh)  # dz[t] is done with dh: its buffer takes the product
+            np.matmul(dz[t], w_hh, out=dh)
         flat = B.reshape(dz, (-1, 4 * hid))
-        prev = _prev_states(out[:t_len], h0, self.reverse)
-        gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
-        return B.reshape(dz, gates.shape), gw, dh, dc
+        gw = B.matmul(B.transpose(flat), B.reshape(hx, (-1, k)))  # (4H, K): [dW_hh, dW_ih, db]
+        gb = gw[:, -1] if k > hid + n_in else None
+        gx = B.reshape(B.matmul(flat, w_ih), (t_len, batch, n_in)) if self.needs(0) else None
+        return gx, gw[:, hid:hid + n_in], gw[:, :hid], gb, gb, dh, dc
+
+
+_LSTM_BLOCK = 8  # time steps per block of the backward's step-independent passes
+
+
+def _lstm_factors(gates, cells, tanh_c, c0, lo, hi, reverse, dz, to_c):
+    """For steps lo..hi-1: dz = each gate's factor, its derivative (s (1 - s) for i, f, o;
+    1 - g^2 for g) times what the gate multiplies (g, c_{t-1}, i, tanh(c_t)), which the step
+    loop scales by dc (i, f, g) or dh (o); to_c = d c_t / d h_t = o (1 - tanh(c_t)^2). Written
+    in place: passes over memory, not temporaries, are what this costs."""
+    t_len, hid = gates.shape[0], c0.shape[1]
+    h2, h3 = 2 * hid, 3 * hid
+    ga, d = gates[lo:hi], dz[lo:hi]
+    g4, d4 = B.reshape(ga, (*ga.shape[:2], 4, hid)), B.reshape(d, (*d.shape[:2], 4, hid))
+    np.multiply(ga, ga, out=d)
+    np.subtract(ga[..., :h2], d[..., :h2], out=d[..., :h2])
+    np.subtract(ga[..., h3:], d[..., h3:], out=d[..., h3:])
+    np.subtract(1, d[..., h2:h3], out=d[..., h2:h3])
+    np.multiply(d4[:, :, 0], g4[:, :, 2], out=d4[:, :, 0])
+    # c_{t-1} is the cell of the step processed before (t + 1 when reversed), c0 for the first
+    first = t_len - 1 if reverse else 0
+    a, b, shift = (lo, min(hi, t_len - 1), 1) if reverse else (max(lo, 1), hi, -1)
+    np.multiply(d4[a - lo:b - lo, :, 1], cells[a + shift:b + shift], out=d4[a - lo:b - lo, :, 1])
+    if lo <= first < hi:
+        np.multiply(d4[first - lo, :, 1], c0, out=d4[first - lo, :, 1])
+    np.multiply(d4[:, :, 2], g4[:, :, 0], out=d4[:, :, 2])
+    th, tc = tanh_c[lo:hi], to_c[lo:hi]
+    np.multiply(d4[:, :, 3], th, out=d4[:, :, 3])
+    np.multiply(th, th, out=tc)
+    np.subtract(1, tc, out=tc)
+    np.multiply(tc, g4[:, :, 3], out=tc)
 
 
 class GRULayer(Function):
@@ -1542,6 +1648,8 @@ class CustomFunction:
         if _enabled.get() and any(isinstance(a, Tensor) and a.requires_grad for a in tensors):
             node = _CustomNode()
             node.fn, node.ctx, node.parents = cls, ctx, tensors
+            node.edges = [(a._grad_fn or a) if isinstance(a, Tensor) and a.requires_grad else None for a in tensors]
+            node.seq = next(_SEQ)
             node.stamp = _STAMP[0]
             out = Tensor._make(out._data)
             out.requires_grad = True

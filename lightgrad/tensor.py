@@ -743,7 +743,7 @@ class Tensor:
             x = x.to(dtype)
         elif x._data.dtype.kind in "biu":
             x = x.to(D.int64)
-        return F.Sum.apply(x, axes=_dims(dim, x.ndim), keepdim=keepdim)
+        return F.Sum.apply(x, axes=None if dim is None else _dims(dim, x._data.ndim), keepdim=keepdim)
 
     def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self

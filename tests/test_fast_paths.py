@@ -126,3 +126,147 @@ def test_sorted_row_sums_match_add_at() -> None:
     B.add_at(ours, (idx,), v)
     np.add.at(ref, (idx,), v)
     np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-12)
+
+
+# ---- the engine: edges, order, leaf-gradient handover ----------------------------------------
+
+def test_inplace_after_use_does_not_reroute_earlier_gradients() -> None:
+    """An op records where its inputs' gradients go when it runs (PyTorch's edges): a later in-place
+    op that gives the input a new grad_fn must not send the earlier use through it."""
+    res = []
+    for T in (torch, lg):
+        a = T.tensor([1.0, -2.0], requires_grad=True)
+        x = a * 2
+        y = x + 0  # a use of x that saves nothing, so no version check stops it
+        x.mul_(3)
+        (y.sum() + (x * x).sum()).backward()
+        res.append(a.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0])
+
+
+def test_next_functions_name_nodes_and_leaves_like_torch() -> None:
+    names = []
+    for T in (torch, lg):
+        w = T.tensor([1.0], requires_grad=True)
+        x = T.tensor([2.0])
+        y = (w * x).exp() + w
+        nf = y.grad_fn.next_functions
+        leaf = nf[1][0]
+        assert leaf.variable is w
+        assert w.grad_fn is None and (w * x).grad_fn.next_functions[1] == (None, 0)
+        names.append((nf[0][0].name(), leaf.name(), [i for _, i in nf]))
+    assert names[0] == names[1]
+
+
+def test_backward_of_several_outputs_where_one_feeds_another() -> None:
+    res = []
+    for T in (torch, lg):
+        a = T.tensor([0.5, 1.5, -1.0], requires_grad=True)
+        y = a.sin() * a  # y is an output and also feeds z
+        z = (y * y).sum() + y[1:].sum()
+        T.autograd.backward([z, y.sum()], [T.tensor(2.0), T.tensor(3.0)])
+        res.append(a.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-6)
+
+
+def test_nodes_that_receive_no_gradient_are_skipped() -> None:
+    """A node whose only consumer returns None for it never runs, and the rest still do."""
+    res = []
+    for T in (torch, lg):
+        class FirstOnly(T.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, y: Any) -> Any:
+                return x * 2 + y
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g * 2, None
+
+        a = T.tensor([1.0, 2.0], requires_grad=True)
+        b = T.tensor([0.5, -1.0], requires_grad=True)
+        (FirstOnly.apply(a.sin(), (b * 3).exp()).sum() + b.sum()).backward()
+        res.append([a.grad.numpy(), b.grad.numpy()])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_fresh_leaf_gradient_is_handed_over_without_a_copy(monkeypatch: Any) -> None:
+    """A gradient array only the engine holds becomes ``.grad`` as it is (the refcount check in
+    ``engine._accumulate``); one that two leaves share is copied for each of them."""
+    from lightgrad import engine as E
+    copies = []
+    orig = E.empty_like_home
+    monkeypatch.setattr(E, "empty_like_home", lambda *a: copies.append(a[1]) or orig(*a))
+    x = lg.tensor(RNG.standard_normal((16, 8)).astype(np.float32))
+    w = lg.tensor(RNG.standard_normal((8, 4)).astype(np.float32), requires_grad=True)
+    (x @ w).sum().backward()
+    assert copies == []
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy().sum(0)[:, None].repeat(4, 1), rtol=1e-5)
+    a = lg.zeros(5, requires_grad=True)
+    b = lg.zeros(5, requires_grad=True)
+    (a + b).sum().backward()
+    assert len(copies) == 2 and not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    (a + b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2.0)
+    np.testing.assert_allclose(b.grad.numpy(), 2.0)
+
+
+def test_gradient_of_a_sum_through_mul_is_the_other_factor_handed_over() -> None:
+    """d/dw sum(x * w) is x itself: passed on as the gradient (no product, no fresh array), never
+    written into."""
+    x0 = RNG.standard_normal((300, 200)).astype(np.float32)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0)
+        w = T.tensor(np.full_like(x0, 0.5), requires_grad=True)
+        h = T.tensor(np.full_like(x0, 2.0), requires_grad=True)
+        for _ in range(2):
+            (x * w).sum().backward()
+            (h * w).sum().backward()  # w's gradient goes to h's node too
+        res.append([w.grad.numpy().copy(), h.grad.numpy().copy(), x.numpy().copy()])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_array_equal(res[1][2], x0)
+
+
+@pytest.mark.parametrize("shape", [(1000, 1000), (64, 40, 30), (2, 70000)])
+def test_full_sum_of_a_large_array_matches_torch(shape: tuple[int, ...]) -> None:
+    x0 = RNG.standard_normal(shape).astype(np.float32)
+    exact = x0.astype(np.float64).sum()
+    ours, theirs = lg.tensor(x0).sum().item(), torch.tensor(x0).sum().item()
+    assert abs(ours - exact) <= 4 * abs(theirs - exact) + 1e-6 * np.abs(x0).sum()
+    kept = lg.tensor(x0).sum(dim=tuple(range(len(shape))), keepdim=True)
+    assert tuple(kept.shape) == (1,) * len(shape)
+    assert kept.item() == pytest.approx(ours)
+
+
+# ---- the fused LSTM layer ------------------------------------------------------------------
+
+@pytest.mark.parametrize("t_len", [1, 8, 19])
+def test_lstm_over_several_backward_blocks_matches_torch(t_len: int) -> None:
+    """Sequences shorter, as long as and longer than the backward's block of steps (8), both
+    directions, with and without biases: outputs, input, state and parameter gradients as
+    PyTorch's (float64)."""
+    x0 = RNG.standard_normal((t_len, 3, 5))
+    h0 = RNG.standard_normal((4, 3, 6))
+    c0 = RNG.standard_normal((4, 3, 6))
+    bias = t_len != 8
+    tm = torch.nn.LSTM(5, 6, num_layers=2, bidirectional=True, bias=bias).double()
+    lm = lg.nn.LSTM(5, 6, num_layers=2, bidirectional=True, bias=bias).to(lg.float64)
+    lm.load_state_dict({k: lg.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    res = []
+    for T, m in ((torch, tm), (lg, lm)):
+        x, h, c = (T.tensor(a, requires_grad=True) for a in (x0, h0, c0))
+        out, (hn, cn) = m(x, (h, c))
+        (out * out).sum().backward(retain_graph=True)
+        (hn.sum() + (cn * cn).sum()).backward()
+        res.append([out.detach().numpy(), x.grad.numpy(), h.grad.numpy(), c.grad.numpy()]
+                   + [p.grad.numpy() for _, p in m.named_parameters()])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-11)
+
+
+def test_lstm_of_an_empty_sequence_raises_like_torch() -> None:
+    for T in (torch, lg):
+        with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
+            T.nn.LSTM(3, 4)(T.zeros(0, 2, 3))

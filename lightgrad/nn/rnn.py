@@ -1,8 +1,9 @@
 """Recurrent layers (RNN, LSTM, GRU) and their cells, as ``torch.nn``.
 
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and init match PyTorch, so
-a state_dict loads either way. A layer computes its input projections for all time steps with one
-matrix product, then runs the time loop inside one fused primitive (``lightgrad.function``).
+a state_dict loads either way. Each layer and direction runs its time loop inside one fused
+primitive (``lightgrad.function``): RNN and GRU get the input projections of all time steps from
+one matrix product beforehand; LSTM folds its input projection into each step's product.
 
 >>> out, (h, c) = nn.LSTM(4, 8, batch_first=True)(lightgrad.randn(2, 5, 4)); out.shape, h.shape
 (lightgrad.Size([2, 5, 8]), lightgrad.Size([1, 2, 8]))
@@ -105,6 +106,8 @@ class RNNBase(Module):
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
                                f"got {x.shape[-1]}")
+        if x.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         dirs = 2 if self.bidirectional else 1
         want = (self.num_layers * dirs, x.shape[1], self.hidden_size)
         for h in (hx if isinstance(hx, tuple) else (hx,)):
@@ -115,16 +118,19 @@ class RNNBase(Module):
         """One layer and direction: (outputs (T, B, H), h_last, c_last or None)."""
         t_len, batch = x.shape[0], x.shape[1]
         w_ih, w_hh = getattr(self, "weight_ih" + sfx), getattr(self, "weight_hh" + sfx)
-        b_in = b_hh = None
+        b_ih: Tensor | None = None
+        b_hh: Tensor | None = None
+        b_in: Tensor | None = None
         if self.bias:
             b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
-            b_in = b_ih if self.mode == "GRU" else b_ih + b_hh
-        # all steps' input projections in one fused product with the bias: (T*B, 4H) -> (T, B, 4H)
-        xp = F.linear(x.reshape(t_len * batch, x.shape[2]), w_ih, b_in).reshape(t_len, batch, -1)
         last = 0 if reverse else t_len - 1
-        if self.mode == "LSTM":
-            res = Fn.LSTMLayer.apply(xp, w_hh, h0, c0, reverse=reverse)
+        if self.mode == "LSTM":  # (its input projection rides in each step's product)
+            res = Fn.LSTMLayer.apply(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=reverse)
             return res[:t_len], res[last], res[t_len]
+        if b_ih is not None and b_hh is not None:
+            b_in = b_ih if self.mode == "GRU" else b_ih + b_hh
+        # all steps' input projections in one fused product with the bias: (T*B, G) -> (T, B, G)
+        xp = F.linear(x.reshape(t_len * batch, x.shape[2]), w_ih, b_in).reshape(t_len, batch, -1)
         if self.mode == "GRU":
             res = Fn.GRULayer.apply(xp, w_hh, b_hh if self.bias else None, h0, reverse=reverse)
         else:
