@@ -661,34 +661,29 @@ def make_lerp_(w: float, dtype: np.dtype) -> Rule:
     return lerp_
 
 
-def make_addcmul_(value: float, dtype: np.dtype) -> Rule:
-    """``addcmul_(x, a, b, t)``: ``x.addcmul_(a, b, value=value)``, ``x + value * a * b``."""
+def _make_addc(op: np.ufunc, value: float, dtype: np.dtype) -> Rule:
+    """``addc_(x, a, b, t)``: ``x + value * op(a, b)`` in place (``op`` multiply or divide)."""
     k = const(value, dtype)
     if value == 1:
-        def addcmul_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
-            np.multiply(a, b, t)
+        def addc_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+            op(a, b, t)
             np.add(x, t, x)
     else:
-        def addcmul_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+        def addc_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
             np.multiply(a, k, t)
-            np.multiply(t, b, t)
+            op(t, b, t)
             np.add(x, t, x)
-    return addcmul_
+    return addc_
+
+
+def make_addcmul_(value: float, dtype: np.dtype) -> Rule:
+    """``addcmul_(x, a, b, t)``: ``x.addcmul_(a, b, value=value)``, ``x + value * a * b``."""
+    return _make_addc(np.multiply, value, dtype)
 
 
 def make_addcdiv_(value: float, dtype: np.dtype) -> Rule:
     """``addcdiv_(x, a, b, t)``: ``x.addcdiv_(a, b, value=value)``, ``x + value * a / b``."""
-    k = const(value, dtype)
-    if value == 1:
-        def addcdiv_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
-            np.divide(a, b, t)
-            np.add(x, t, x)
-    else:
-        def addcdiv_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
-            np.multiply(a, k, t)
-            np.divide(t, b, t)
-            np.add(x, t, x)
-    return addcdiv_
+    return _make_addc(np.divide, value, dtype)
 
 
 def make_add_(alpha: float, dtype: np.dtype) -> Rule:
