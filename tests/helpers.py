@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -47,3 +48,22 @@ def to_np(t: Any) -> np.ndarray:
     if isinstance(t, lg.Tensor):
         return t.detach()._data
     return t.detach().numpy()
+
+
+def allocations(step: Callable[[], Any], steps: int = 10) -> tuple[int, int, list[Any]]:
+    """Runs ``step`` ``steps`` times under tracemalloc: (peak traced bytes above the start, NumPy
+    blocks over 1 KiB left behind, the step's results)."""
+    tracemalloc.start()
+    try:
+        start, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        before = tracemalloc.take_snapshot()
+        results = [step() for _ in range(steps)]
+        _, peak = tracemalloc.get_traced_memory()
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    dom = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
+    old = {t.traceback for t in before.filter_traces(dom).traces}
+    leaked = [t for t in after.filter_traces(dom).traces if t.size > 1024 and t.traceback not in old]
+    return peak - start, len(leaked), results

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tracemalloc
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 import lightgrad as lg
 from benchmarks import nn_models, nn_spatial_models
+from helpers import allocations
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,25 +94,12 @@ def test_replayed_steps_allocate_nothing_and_plan_reuses_memory(name: str) -> No
     compiled = lg.compile(step)
     for _ in range(3):  # trace, measure, first planned replay
         compiled(x, y)
-    tracemalloc.start()
-    try:
-        start, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        before = tracemalloc.take_snapshot()
-        for _ in range(10):
-            compiled(x, y)
-        _, peak = tracemalloc.get_traced_memory()
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    dom = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
-    old = {t.traceback for t in before.filter_traces(dom).traces}
-    left = [t for t in after.filter_traces(dom).traces if t.size > 1024 and t.traceback not in old]
-    assert not left
+    peak, left, _ = allocations(lambda: compiled(x, y))
+    assert left == 0
     # no array storage was made: the peak is the iteration buffers NumPy's ufunc loops take for
     # broadcast, strided or casting operands (32 KiB per operand, freed on return) plus a few
     # Python objects; one eager step of these models makes arrays of megabytes
-    assert peak - start < 128 * 1024, f"peak traced allocation {peak - start} bytes"
+    assert peak < 128 * 1024, f"peak traced allocation {peak} bytes"
     (st,) = compiled.stats().values()
     assert st["plan_bytes"] <= 0.7 * st["intermediate_bytes"], st
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 import lightgrad as lg
+from helpers import allocations
 from lightgrad import memory
 
 
@@ -193,24 +193,6 @@ def _mlp_step(use_arena: bool) -> tuple[Callable[[], float], memory.Arena]:
     return step, temp
 
 
-def _allocations(step: Callable[[], float], steps: int = 10) -> tuple[int, int, list[float]]:
-    """(peak traced bytes above the start, live NumPy blocks > 1 KiB left behind, losses)."""
-    tracemalloc.start()
-    try:
-        start, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        before = tracemalloc.take_snapshot()
-        losses = [step() for _ in range(steps)]
-        _, peak = tracemalloc.get_traced_memory()
-        after = tracemalloc.take_snapshot()
-    finally:
-        tracemalloc.stop()
-    dom = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
-    old = {t.traceback for t in before.filter_traces(dom).traces}
-    leaked = [t for t in after.filter_traces(dom).traces if t.size > 1024 and t.traceback not in old]
-    return peak - start, len(leaked), losses
-
-
 def test_training_step_allocates_no_array_storage() -> None:
     """After a warm-up step, 10 steps under the arenas allocate no NumPy storage larger than 1 KiB.
 
@@ -219,10 +201,10 @@ def test_training_step_allocates_no_array_storage() -> None:
     the step's array traffic, which the heap path shows as a peak of megabytes."""
     step, temp = _mlp_step(use_arena=True)
     step()
-    peak, leaked, losses = _allocations(step)
+    peak, leaked, losses = allocations(step)
     heap_step, _ = _mlp_step(use_arena=False)
     heap_step()
-    heap_peak, _, heap_losses = _allocations(heap_step)
+    heap_peak, _, heap_losses = allocations(heap_step)
     assert leaked == 0
     assert peak < 96 * 1024, f"peak traced allocation {peak} bytes"
     assert heap_peak > 10 * peak
@@ -366,8 +348,8 @@ def test_benchmark_model_steps_allocate_nothing(name: str) -> None:
     heap_step()
     assert _outputs_outside(arena_step, temp) == []
     heap_step()  # keep the two runs at the same step
-    peak, leaked, losses = _allocations(arena_step, steps=10)
-    heap_peak, _, heap_losses = _allocations(heap_step, steps=10)
+    peak, leaked, losses = allocations(arena_step, steps=10)
+    heap_peak, _, heap_losses = allocations(heap_step, steps=10)
     assert leaked == 0
     assert heap_peak > 20 * peak, f"{name}: arena peak {peak} bytes vs heap {heap_peak}"
     np.testing.assert_allclose(losses, heap_losses, rtol=1e-6)
