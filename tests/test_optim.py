@@ -457,14 +457,23 @@ def test_grad_accumulation_over_two_backwards():
 
 
 @needs_torch
-def test_gradient_clipping_on_flat_buffer_grads():
+@pytest.mark.parametrize("cls_name,kw", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.01)),
+                                         ("AdamW", dict(lr=0.01)), ("RMSprop", dict(lr=0.01, centered=True)),
+                                         ("Adagrad", dict(lr=0.1)), ("Adadelta", dict(lr=1.0)),
+                                         ("Adamax", dict(lr=0.01)), ("NAdam", dict(lr=0.01)),
+                                         ("RAdam", dict(lr=0.01))])
+@pytest.mark.parametrize("clip", ["norm", "value"])
+def test_gradient_clipping_on_flat_buffer_grads(cls_name, kw, clip):
     def run(T):
         ps = [T.tensor(a.copy(), requires_grad=True) for a in (W0, B0, C0)]
-        opt = T.optim.SGD(ps, lr=0.1, momentum=0.9)
+        opt = getattr(T.optim, cls_name)(ps, **kw)
         for _ in range(10):
             opt.zero_grad()
             (framework_loss(T, ps, "float64") * 100).backward()
-            T.nn.utils.clip_grad_norm_(ps, max_norm=0.5)
+            if clip == "norm":
+                T.nn.utils.clip_grad_norm_(ps, max_norm=0.5)
+            else:
+                T.nn.utils.clip_grad_value_(ps, clip_value=0.05)
             opt.step()
         return [p.detach().numpy() for p in ps]
     for x, y in zip(run(lg), run(torch)):
