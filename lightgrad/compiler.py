@@ -159,6 +159,14 @@ class _Tracer:
     def active(self) -> bool:
         return self.depth == 0 and self.reason is None and threading.get_ident() == self.thread
 
+    def inside(self, fn: Any, *args: Any, **kw: Any) -> Any:
+        """``fn(*args, **kw)`` as one recorded call: what it does inside is not recorded again."""
+        self.depth += 1
+        try:
+            return fn(*args, **kw)
+        finally:
+            self.depth -= 1
+
 
 def _where() -> str:
     """Where the step was when tracing stopped: its own innermost line, and lightgrad's."""
@@ -181,11 +189,7 @@ def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
     def wrapper(*args: Any, **kw: Any) -> Any:
         if not tr.active():
             return fn(*args, **kw)
-        tr.depth += 1
-        try:
-            r = fn(*args, **kw)
-        finally:
-            tr.depth -= 1
+        r = tr.inside(fn, *args, **kw)
         if isinstance(r, np.generic):
             r = np.asarray(r)
             expr = "_asarray(" + tr.call(tr.const(fn), args, kw, name) + ")"
@@ -290,11 +294,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     def apply(cls: Any, *args: Any, **kw: Any) -> Any:
         if not tr.active():
             return orig_apply(cls, *args, **kw)
-        tr.depth += 1
-        try:
-            t = orig_apply(cls, *args, **kw)
-        finally:
-            tr.depth -= 1
+        t = tr.inside(orig_apply, cls, *args, **kw)
         node = t._grad_fn
         if node is None:
             node = cls()
@@ -338,11 +338,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             # a fixed home for this leaf's gradient, as an optimizer's flat buffer gives: replayed
             # steps then write gradients there instead of allocating one per step
             t._grad_buf = np.empty_like(t._data)
-        tr.depth += 1
-        try:
-            orig_accumulate(t, g, create_graph)
-        finally:
-            tr.depth -= 1
+        tr.inside(orig_accumulate, t, g, create_graph)
         expr = f"{tr.const(_accumulate_into)}({tr.const(t)}, {tr.ref(g, 'gradient accumulation')})"
         tr.lines.append(f"{tr.value(t.grad._data)} = {expr}")  # type: ignore[union-attr]
         return None
@@ -425,13 +421,10 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
                 return fn(self, *args, **kw)
             if any(isinstance(a, Tensor) or callable(a) for a in (*args, *kw.values())):
                 tr.fail(f"{what} with a tensor or closure argument")
-            tr.depth += 1
             try:
-                return fn(self, *args, **kw)
+                return tr.inside(fn, self, *args, **kw)
             finally:
-                tr.depth -= 1
-                c = tr.const(functools.partial(fn, self, *args, **kw))
-                tr.lines.append(f"{c}()")
+                tr.lines.append(f"{tr.const(functools.partial(fn, self, *args, **kw))}()")
         return wrapper
 
     for base, meth in ((Optimizer, "step"), (Optimizer, "zero_grad"), (Module, "zero_grad"), (LRScheduler, "step")):
@@ -444,11 +437,7 @@ def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
     def backward(self: Any, g: Any) -> Any:
         if not tr.active() or id(self) not in tr.nodes:
             return fn(self, g)
-        tr.depth += 1
-        try:
-            r = fn(self, g)
-        finally:
-            tr.depth -= 1
+        r = tr.inside(fn, self, g)
         node = tr.nodes[id(self)]
         expr = f"{node}.backward({tr.ref(g, type(self).__name__ + '.backward')})"
         tr.lines.append(f"{tr.out(tuple(r))} = {expr}")

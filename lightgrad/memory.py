@@ -90,7 +90,6 @@ class Arena:
         for s in shape:
             n *= s
         i = len(self._sizes)
-        self._sizes.append(n)
         plan = self._plan
         start = -1
         if plan is not None and self._on_plan:
@@ -106,10 +105,9 @@ class Arena:
         if start < 0:
             start = -(-max(self._offset, self._top if self._block == 0 else 0) // _ALIGN) * _ALIGN
             if start + n > self._blocks[self._block].size:
-                self._sizes.pop()
-                self._next_block(n)
-                self._sizes.append(n)
+                self._next_block(n)  # (raises when full, before anything is recorded)
                 start = 0
+        self._sizes.append(n)
         self._offset = max(self._offset, start + n)
         if self.used > self.peak:
             self.peak = self.used
