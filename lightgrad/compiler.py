@@ -512,9 +512,8 @@ class _Planned(M.Arena):
 class _Program:
     """One traced signature: the generated replay function and its memory plan."""
 
-    def __init__(self, code: Callable[..., Any], nvals: int, out_struct: Any, source: str) -> None:
+    def __init__(self, code: Callable[..., Any], out_struct: Any, source: str) -> None:
         self.code, self.out_struct, self.source = code, out_struct, source
-        self.nvals = nvals
         self.arena: M.Arena | None = None  # the measuring allocator first, then the plan
         self.intermediate_bytes = 0
 
@@ -635,7 +634,7 @@ def _generate(tr: _Tracer, result: Any) -> _Program:
         node = ns[name]
         node.parents = tuple(_ghost(p) for p in node.parents)
         node.saved = None
-    return _Program(ns["_replay"], tr.n, struct, src)
+    return _Program(ns["_replay"], struct, src)
 
 
 def _free_after_last_use(lines: list[str], ret: str) -> list[str]:
