@@ -7,10 +7,13 @@ from the heap as usual. Op code never chooses, so an arena takes over without to
 
 from __future__ import annotations
 
+import _thread
+import contextvars
 import ctypes
 import math
 import os
 import sys
+import threading
 from typing import Any
 
 import numpy as np
@@ -107,24 +110,61 @@ def _shape(x: Any) -> tuple[int, ...]:
 
 # ---- threads -----------------------------------------------------------------------------------
 # NumPy's ufuncs release the GIL, so with ``set_num_threads(n > 1)`` large elementwise ops and
-# reductions run over slices of their output in a small thread pool. Each slice runs the same
-# ufunc on the same memory layout, so results are bit-identical to one call. Off by default: on
-# the 2-core machine we measure on, shared with other work, every training step got slower with
-# 2 threads (the handoff to a thread costs 15-40 us, the ops are memory-bound, and BLAS already
-# uses both cores). Below PARALLEL_MIN elements a handoff never pays.
+# reductions run over slices of their output on persistent worker threads. Each slice runs the same
+# ufunc on the same memory layout, so results are bit-identical to one call. A worker sleeps on a
+# lock of its own: waking it is one futex call (a ThreadPoolExecutor's future and condition cost
+# 3-4x more, 100+ us a handoff here). The caller takes a larger slice than each worker because it
+# starts at once, while a worker starts a wake-up later. Below PARALLEL_MIN elements a handoff
+# never pays. Off by default: on the 2-core machine we measure on, a wake-up takes ~30 us and
+# OpenBLAS's own threads keep spinning after each BLAS call, so a worker competes with them for
+# the second core: (x * w + b).sum() forward and backward on 1000 x 1000 took 2.71 ms with 2
+# threads against 2.20 with 1 (2.09 against 2.24 with BLAS held to one thread).
 
 PARALLEL_MIN = 1 << 18
+_CALLER_SHARE = 1.25  # the caller's slice against a worker's (measured best on 1M float32 products)
 _threads = [1]
-_pool: list[Any] = [None]  # a ThreadPoolExecutor once threads are turned on
+_workers: list[_Worker] = []
+_busy = [_thread.allocate_lock()]  # one caller at a time has the workers; others run alone
+
+
+class _Worker:
+    """A daemon thread that runs one job at a time, handed over through two locks."""
+
+    __slots__ = ("go", "done", "job", "error")
+
+    def __init__(self) -> None:
+        self.go, self.done = _thread.allocate_lock(), _thread.allocate_lock()
+        self.go.acquire()
+        self.done.acquire()
+        self.job: tuple[Any, ...] = ()
+        self.error: BaseException | None = None
+        threading.Thread(target=self._loop, name="lightgrad", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self.go.acquire()
+            ctx, fn, args, kw = self.job
+            try:
+                ctx.run(fn, *args, **kw)  # in the caller's context: its NumPy error state and arena
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                self.error = e
+            self.job = ()
+            self.done.release()
+
+
+def _forget_workers() -> None:
+    _workers.clear()  # a forked child has the objects but not their threads
+    _busy[0] = _thread.allocate_lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def set_num_threads(n: int) -> None:
     """Threads used by large elementwise ops and reductions (1: everything in the caller)."""
     if n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
-    if _pool[0] is not None and n != _threads[0]:
-        _pool[0].shutdown(wait=True)
-        _pool[0] = None
     _threads[0] = n
 
 
@@ -132,27 +172,59 @@ def get_num_threads() -> int:
     return _threads[0]
 
 
-def parallel(fn: Any, n: int) -> None:
-    """Run ``fn(lo, hi)`` over contiguous ranges covering ``range(n)``, one per thread; the
-    caller runs the last range itself."""
+_Call = tuple[Any, tuple[Any, ...], dict[str, Any]]  # fn, args, keyword args: a call ready to run
+
+
+def concurrently(jobs: list[_Call]) -> None:
+    """Run each ``fn(*args, **kw)`` of ``jobs``: the first in the caller, the others on worker
+    threads (all in the caller when another thread has the workers); returns when all are done and
+    re-raises the first error. The calls come prepared so that a worker, once woken, finds the GIL
+    free: the caller goes straight into its own call (a NumPy call that releases the GIL)."""
+    busy = _busy[0]
+    if len(jobs) == 1 or not busy.acquire(blocking=False):
+        for fn, args, kw in jobs:
+            fn(*args, **kw)
+        return
+    try:
+        while len(_workers) < len(jobs) - 1:
+            _workers.append(_Worker())
+        ctx = contextvars.copy_context()
+        started: list[_Worker] = []
+        for w, (fn, args, kw) in zip(_workers, jobs[1:]):
+            w.job = (ctx.copy() if started else ctx, fn, args, kw)  # a context runs in one thread at a time
+            w.go.release()
+            started.append(w)
+        first: BaseException | None = None
+        fn, args, kw = jobs[0]
+        try:
+            fn(*args, **kw)
+        except BaseException as e:  # noqa: BLE001 - raised once every worker is done
+            first = e
+        for w in started:
+            w.done.acquire()
+            if w.error is not None:
+                first, w.error = first or w.error, None
+        if first is not None:
+            raise first
+    finally:
+        busy.release()
+
+
+def parallel(part: Any, n: int) -> None:
+    """Run the calls ``part(lo, hi)`` returns (fn, args, kwargs) for contiguous ranges covering
+    ``range(n)``, one per thread; the caller runs the first (largest) range itself."""
     k = min(_threads[0], n)
     if k <= 1:
-        fn(0, n)
+        fn, args, kw = part(0, n)
+        fn(*args, **kw)
         return
-    pool = _pool[0]
-    if pool is None:
-        from concurrent.futures import ThreadPoolExecutor  # only when threads are used
-        pool = _pool[0] = ThreadPoolExecutor(_threads[0] - 1, thread_name_prefix="lightgrad")
-    bounds = [n * i // k for i in range(k + 1)]
-    err = np.geterr()  # NumPy's error state is per thread: the workers take the caller's
-
-    def work(lo: int, hi: int) -> None:
-        with np.errstate(**err):
-            fn(lo, hi)
-    futures = [pool.submit(work, bounds[i], bounds[i + 1]) for i in range(k - 1)]
-    fn(bounds[k - 1], bounds[k])
-    for f in futures:
-        f.result()
+    weights = [_CALLER_SHARE] + [1.0] * (k - 1)
+    total = sum(weights)
+    bounds, acc = [0], 0.0
+    for wt in weights:
+        acc += wt
+        bounds.append(min(n, round(n * acc / total)))
+    concurrently([part(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i] < bounds[i + 1]])
 
 
 def _split_axis(shape: tuple[int, ...]) -> int:
@@ -191,9 +263,11 @@ def _ufunc_into(f: Any, args: tuple[Any, ...], out: np.ndarray, **kw: Any) -> np
     where_ = kw.pop("where", None)
     wpart = _slicer(where_, axis, out.ndim) if where_ is not None else None
 
-    def run(lo: int, hi: int) -> None:
-        part_kw = kw if wpart is None else dict(kw, where=wpart(lo, hi))  # one dict per thread
-        f(*(p(lo, hi) for p in parts), out=out[pre + (slice(lo, hi),)], **part_kw)
+    def run(lo: int, hi: int) -> _Call:
+        part_kw = dict(kw, out=out[pre + (slice(lo, hi),)])  # one dict per thread
+        if wpart is not None:
+            part_kw["where"] = wpart(lo, hi)
+        return f, tuple(p(lo, hi) for p in parts), part_kw
     parallel(run, out.shape[axis])
     return out
 
@@ -220,7 +294,7 @@ def _copy_into(out: np.ndarray, x: Any, where_: Any = True) -> None:
         return
     px, pw = _slicer(x, axis, out.ndim), _slicer(where_, axis, out.ndim)
     pre = (slice(None),) * axis
-    parallel(lambda lo, hi: np.copyto(out[pre + (slice(lo, hi),)], px(lo, hi), where=pw(lo, hi)),
+    parallel(lambda lo, hi: (np.copyto, (out[pre + (slice(lo, hi),)], px(lo, hi)), {"where": pw(lo, hi)}),
              out.shape[axis])
 
 
@@ -249,7 +323,7 @@ def _copy_into_unsafe(out: np.ndarray, x: np.ndarray) -> None:
         return
     px = _slicer(x, axis, out.ndim)
     pre = (slice(None),) * axis
-    parallel(lambda lo, hi: np.copyto(out[pre + (slice(lo, hi),)], px(lo, hi), casting="unsafe"),
+    parallel(lambda lo, hi: (np.copyto, (out[pre + (slice(lo, hi),)], px(lo, hi)), {"casting": "unsafe"}),
              out.shape[axis])
 
 
@@ -444,7 +518,7 @@ _erf64 = np.frompyfunc(math.erf, 1, 1)
 # ---- fused kernels over cache blocks -------------------------------------------------------------
 # A formula of many passes (erf is ~20) runs block by block, so each pass reads and writes a
 # block that stays in the CPU cache instead of whole arrays in memory: about 1.5x faster, and
-# the blocks are shared out to the thread pool.
+# the blocks are shared out to the worker threads.
 
 _BLOCK = 1 << 15  # elements per block: 128 KiB of float32, a few of them fit in L2
 _SIGN32 = np.uint32(0x80000000)
@@ -463,13 +537,13 @@ def _blocked(kernel: Any, x: np.ndarray, nout: int, nscratch: int) -> list[np.nd
     nb = -(-n // _BLOCK)
 
     def run(lo: int, hi: int, scratch: list[np.ndarray] | None = None) -> None:
-        if scratch is None:  # a thread of the pool: its own scratch
+        if scratch is None:  # a range of its own (one per thread): its own scratch
             scratch = [np.empty(min(_BLOCK, n), x.dtype) for _ in range(nscratch)]
         for b in range(lo, hi):
             s, e = b * _BLOCK, min((b + 1) * _BLOCK, n)
             kernel(xf[s:e], [f[s:e] for f in flat], [t[:e - s] for t in scratch])
     if n >= PARALLEL_MIN and _threads[0] > 1:
-        parallel(run, nb)
+        parallel(lambda lo, hi: (run, (lo, hi), {}), nb)
     else:
         run(0, nb, [empty((min(_BLOCK, n),), x.dtype) for _ in range(nscratch)])  # from the arena if one is active
     return outs
@@ -664,13 +738,26 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
     k = keep[0]
     ko = k if keepdims else k - len([i for i in ax if i < k])
     pre_x, pre_o = (slice(None),) * k, (slice(None),) * ko
-    parallel(lambda lo, hi: f.reduce(x[pre_x + (slice(lo, hi),)], axis=ax, keepdims=keepdims, dtype=dtype,
-                                     out=out[pre_o + (slice(lo, hi),)], **kw), x.shape[k])
+    parallel(lambda lo, hi: (f.reduce, (x[pre_x + (slice(lo, hi),)],),
+                             dict(axis=ax, keepdims=keepdims, dtype=dtype, out=out[pre_o + (slice(lo, hi),)], **kw)),
+             x.shape[k])
     return out
+
+
+_SOFTMAX_SHIFTLESS_MIN = 1 << 14  # below this the two extra checks cost more than they save
 
 
 def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array."""
+    if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64) and x.size >= _SOFTMAX_SHIFTLESS_MIN \
+            and x.shape[axis] > 1 and float(np.max(x)) <= 60.0:
+        # the row maxima (a slow reduction over short rows) are not needed when no row can
+        # overflow or vanish: every entry <= 60 and every row's sum of exp >= 1e-3 (its max >
+        # log(1e-3 / n)); checked on the sums, and otherwise the shifted path below
+        e = exp(x)
+        s = reduce(add, e, (axis,), True)
+        if float(np.min(s)) >= 1e-3:
+            return _ufunc_into(np.true_divide, (e, s), e)
     e = subtract(x, reduce(maximum, x, (axis,), True))
     _ufunc_into(np.exp, (e,), e)
     return _ufunc_into(np.true_divide, (e, reduce(add, e, (axis,), True)), e)
@@ -715,3 +802,10 @@ def take_rows(x: Array, index: Array) -> Array:
     out = a.empty(index.shape + x.shape[1:], x.dtype)
     np.take(x, index, axis=0, out=out, mode="wrap")  # in range (checked): wrap only maps negatives,
     return out  # and unlike mode="raise" it writes straight into out without a buffer
+
+
+# ---- fused nn kernels (issue 9: cross-entropy) --------------------------------------------------
+
+def exp_(x: np.ndarray) -> np.ndarray:
+    """``x = exp(x)`` in place (x is fresh storage); returns x."""
+    return _ufunc_into(np.exp, (x,), x)

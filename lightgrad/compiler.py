@@ -47,7 +47,7 @@ T = sys.modules[__package__ + ".tensor"]
 
 # backend functions that only compute metadata or configure: not recorded
 _METADATA = {"errstate", "broadcast_shape", "result_type", "can_cast", "set_num_threads", "get_num_threads",
-             "parallel"}
+             "parallel", "concurrently"}
 _lock = threading.Lock()  # one trace at a time: tracing patches classes and modules
 
 

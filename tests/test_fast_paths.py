@@ -4,6 +4,8 @@ tensor (split, chunk, unbind) get the gradient PyTorch gives, sorted row sums ma
 
 from __future__ import annotations
 
+import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +54,33 @@ def test_threaded_ops_are_bit_identical(name: str, op: Callable[[], Any], monkey
         lg.set_num_threads(1)
     assert one.dtype == two.dtype and one.shape == two.shape
     assert one.tobytes() == two.tobytes()
+
+
+def test_workers_carry_the_callers_error_state_and_raise_its_errors() -> None:
+    seen: list[Any] = []
+
+    def divide(out: np.ndarray) -> None:
+        seen.append((threading.get_ident(), np.geterr()["divide"]))
+        np.divide(1.0, np.zeros(3), out=out)
+    outs = [np.empty(3) for _ in range(3)]
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        B.concurrently([(divide, (o,), {}) for o in outs])
+    assert len({t for t, _ in seen}) == 3 and all(e == "raise" for _, e in seen)
+    seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(divide="ignore"):
+            B.concurrently([(divide, (o,), {}) for o in outs])  # no warning from any thread
+    assert all(e == "ignore" for _, e in seen) and all(np.isinf(o).all() for o in outs)
+
+
+def test_workers_taken_by_another_thread_run_in_the_caller() -> None:
+    inner: list[int] = []
+
+    def outer_job() -> None:  # a job that itself asks for workers while the caller holds them
+        B.concurrently([(inner.append, (threading.get_ident(),), {}), (inner.append, (-1,), {})])
+    B.concurrently([(outer_job, (), {}), (lambda: None, (), {})])
+    assert inner == [threading.get_ident(), -1]
 
 
 def test_set_num_threads_checks_like_torch() -> None:

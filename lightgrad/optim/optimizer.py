@@ -26,13 +26,13 @@ import os
 import warnings
 from collections import defaultdict
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
 from itertools import chain
 from typing import Any, ClassVar
 
 import numpy as np
 
+from .. import backend as B
 from .. import memory
 from ..autograd import enable_grad
 from ..tensor import _STAMP, Tensor
@@ -57,23 +57,6 @@ _THREAD_CHUNK_BYTES = 640 << 10  # per array: 160 K float32 elements
 # 300 K float32 elements, 7 arrays; SGD with momentum at 700 K, 5 arrays).
 _THREADED_BYTES = 12 << 20
 _THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 2)
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(_THREADS - 1, 1), thread_name_prefix="lightgrad-optim")
-    return _POOL
-
-
-def _forget_pool() -> None:
-    global _POOL
-    _POOL = None  # a forked child has the pool object but not its threads
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pool)
 
 
 # an update rule, or a piece of one: a function applied in place to one chunk of the flat arrays
@@ -473,13 +456,7 @@ class Optimizer:
             # NumPy releases the GIL inside each pass, so the threads update chunks in parallel; each takes
             # the next chunk when it is free, and every element goes through the same passes either way
             chunks = iter(work)
-            err = np.geterr()  # NumPy's error state is per thread: the workers take the caller's
-            futures = [_pool().submit(_run_chunks, rule, chunks, pack.scratch[w], err) for w in range(1, workers)]
-            try:
-                _run_chunks(rule, chunks, pack.scratch[0])
-            finally:
-                for f in futures:
-                    f.result()
+            B.concurrently([(_run_chunks, (rule, chunks, pack.scratch[w]), {}) for w in range(workers)])
         _bump_versions(pack.versions[i0:i1])
 
     def _chunks(self, pack: _Pack, a: int, b: int, chunk: int,
@@ -588,12 +565,8 @@ class Optimizer:
         self._packing = self._flat or type(self).step is Optimizer.step
 
 
-def _run_chunks(rule: Rule, chunks: Any, scratch: list[np.ndarray], err: Any = None) -> None:
+def _run_chunks(rule: Rule, chunks: Any, scratch: list[np.ndarray]) -> None:
     """Apply ``rule`` to each (parameters, gradient, states) chunk, with ``scratch`` cut to its length."""
-    if err is not None:
-        with np.errstate(**err):
-            _run_chunks(rule, chunks, scratch)
-        return
     for p, g, s in chunks:
         n = p.size
         rule(p, g, s, scratch if not scratch or scratch[0].size == n else [t[:n] for t in scratch])
