@@ -59,11 +59,12 @@ _ONES: dict[Any, np.ndarray] = {}
 
 def _seed_grad(t: Tensor, g: Any) -> Any:
     if g is None:
-        if t._data.size != 1:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        one = _ONES.get((t._data.dtype, t._data.shape))
+        d = t._data
+        one = _ONES.get((d.dtype, d.shape))  # (only one-entry shapes are ever stored)
         if one is None:
-            one = _ONES[(t._data.dtype, t._data.shape)] = np.ones(t._data.shape, t._data.dtype)
+            if d.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            one = _ONES[(d.dtype, d.shape)] = np.ones(d.shape, d.dtype)
             one.flags.writeable = False
         return one
     garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._data.dtype)
@@ -100,6 +101,11 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                  accumulate_only: Any = None) -> list[Any]:
     """Backpropagate from ``outputs``; accumulate into leaves' ``.grad``, or, with ``inputs``,
     return the gradients of those tensors instead."""
+    if not create_graph and inputs is None and accumulate_only is None and len(outputs) == 1:
+        fn = outputs[0]._grad_fn
+        if fn is not None:  # the common case: loss.backward()
+            _backward_plain(fn, _seed_grad(outputs[0], grad_outputs[0]), retain_graph)
+            return []
     grads: dict[Any, Any] = {}  # node (or leaf tensor, with inputs=) -> gradient so far
     # Nodes run most recent first (smallest seq): every node was made after the nodes its edges
     # point to, so all that send it a gradient have run before it (PyTorch orders its ready queue
@@ -183,6 +189,53 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
             for r in res]
 
 
+def _backward_plain(root: Function, g0: Any, retain_graph: bool) -> None:
+    """run_backward's loop for one output without create_graph, inputs= or accumulate_only
+    (``loss.backward()``): the same steps with the branches for those cases left out, since
+    this loop's own overhead is most of a backward through small tensors."""
+    grads: dict[Any, Any] = {root: g0}
+    heap = [(root.seq, root)]
+    stamp = _STAMP[0]
+    owned: set[int] = set()
+    token = _enabled.set(False)
+    try:
+        while heap:
+            node = heappop(heap)[1]
+            g = grads.pop(node)
+            if type(g) is SliceGrad:
+                g = g.dense()
+            elif owned:
+                owned.discard(id(g))
+            saved = node.saved
+            if saved is None:
+                raise RuntimeError(_FREED)
+            if node.stamp != stamp:
+                _check_versions(node)
+            if node.retained is not None:
+                _accumulate(node.retained, g, False)
+            pgrads = node.backward(g)
+            for p, e, pg in zip(node.parents, node.edges, pgrads):
+                if e is None or pg is None:
+                    continue
+                if pg.shape != p._data.shape:
+                    pg = unbroadcast(pg, p._data.shape)
+                if isinstance(e, Function):
+                    prev = grads.get(e)
+                    if prev is None:
+                        grads[e] = pg
+                        heappush(heap, (e.seq, e))
+                    else:
+                        grads[e] = _add_grad(prev, pg, owned)
+                else:  # a leaf
+                    if type(pg) is SliceGrad:
+                        pg = pg.dense()
+                    _accumulate(e, pg, False, True)
+            if saved and not retain_graph:
+                node.saved = None
+    finally:
+        _enabled.reset(token)
+
+
 def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only: Any,
                   create_graph: bool) -> None:
     if capture:  # autograd.grad: gradients of leaves are collected, .grad is left alone
@@ -198,6 +251,7 @@ def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only:
 # (unbroadcast) is never taken. An array anything else holds (a saved input handed over as a
 # gradient, a user's tensor) has at least one more. tests/test_fast_paths.py checks both sides.
 _EXCLUSIVE_REFS = 5
+_FIRST = [(0,) * n for n in range(33)]  # the index of a one-entry array's entry, by ndim
 
 
 def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> None:
@@ -211,7 +265,13 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> N
     if grad is not None:
         gd = grad._data
         if gd.shape == g.shape and gd.flags.writeable:
-            B.iadd(gd, g)
+            if gd.size == 1:
+                # one entry (a scalar parameter): NumPy's scalar add gives the same bits as the
+                # in-place ufunc, whose out= setup costs 4x the add on one element
+                i = _FIRST[gd.ndim]
+                gd[i] += g[i]
+            else:
+                B.iadd(gd, g)
         else:
             arr = empty_like_home(t._mem, g.shape, g.dtype)
             B.add_into(gd, g, arr)

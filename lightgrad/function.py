@@ -69,7 +69,8 @@ class Function:
             else:
                 raw.append(a)
                 edges.append(None)
-        out = ctx.forward(*raw, **kw)
+        # (a call that unpacks an empty **kw costs a tenth of a one-element op)
+        out = ctx.forward(*raw, **kw) if kw else ctx.forward(*raw)
         # Tensor._make, written out: this runs for every op
         t = _new_object(Tensor)
         t._data = out if type(out) is np.ndarray else np.asarray(out)
@@ -160,7 +161,8 @@ class Mul(Function):
 
     def backward(self, g):
         x, y = self.saved
-        return (_times(g, y) if self.needs(0) else None), (_times(g, x) if self.needs(1) else None)
+        e = self.edges  # (needs(i), written out: this runs for every product)
+        return (None if e[0] is None else _times(g, y)), (None if e[1] is None else _times(g, x))
 
 
 _HANDOVER_MIN = 1 << 14  # (below this many entries, checking costs more than the product)
@@ -454,15 +456,35 @@ class Copy(Function):
 
 # ---- reductions --------------------------------------------------------------------------------
 
+_ZERO: dict[Any, np.ndarray] = {}  # a 0-d zero per dtype (adding an array: half the cost of adding 0)
+
+
 class Sum(Function):
     def forward(self, x, axes, keepdim):
         self.shape, self.axes, self.keepdim = x.shape, axes, keepdim
+        if axes is None and not keepdim:  # a full sum (a loss): a 0-d array, not a NumPy scalar
+            if x.size == 1 and x.dtype.kind in "fi":
+                # one entry: NumPy's reduction adds it to the identity 0 (-0.0 sums to 0.0), and
+                # so does this, without the reduction's setup (a third of a one-element op)
+                zero = _ZERO.get(x.dtype)
+                if zero is None:
+                    zero = _ZERO[x.dtype] = np.zeros((), x.dtype)
+                    zero.flags.writeable = False
+                return B.add(x, zero).reshape(())
+            return B.reduce(B.add, x, None, True).reshape(())
         return B.reduce(B.add, x, axes, keepdim)
 
     def backward(self, g):
+        shape = self.shape
+        if isinstance(g, np.generic):  # (a 0-d quotient, as a mean's, comes back as a NumPy scalar)
+            g = np.asarray(g)
+        if shape == (1,):
+            # one entry summed: its gradient is g (one entry too) as a view of shape (1,), no
+            # broadcast view to build (cheaper by half on a one-element loss)
+            return (g.reshape(shape),)
         if not self.keepdim and self.axes:
-            g = B.reshape(g, B._reduced(self.shape, self.axes, True))
-        return (B.expand(g, self.shape),)
+            g = B.reshape(g, B._reduced(shape, self.axes, True))
+        return (B.expand(g, shape),)
 
 
 class Amax(Function):
@@ -1401,19 +1423,23 @@ class Linear(Function):
     """x @ w.T + b with x (..., in), w (out, in), b (out,) or None: one node, the leading dims
     folded into one GEMM, and the weight gradient g.T @ x computed directly in w's layout."""
 
+    # reshapes and transposes by the arrays' own methods (Tensors have them too, for create_graph):
+    # np.reshape's and np.transpose's Python wrappers cost 4-10x the view on small layers
+
     def forward(self, x, w, b):
         self.saved = (x, w)
-        out = B.matmul(B.reshape(x, (-1, x.shape[-1])), B.transpose(w))  # (N, out)
+        out = B.matmul(x.reshape(-1, x.shape[-1]), w.T)  # (N, out)
         if b is not None:
             B.iadd(out, b)  # out is fresh: add the bias in place
-        return B.reshape(out, x.shape[:-1] + (w.shape[0],))
+        return out.reshape(x.shape[:-1] + (w.shape[0],))
 
     def backward(self, g):
         x, w = self.saved
-        g2 = B.reshape(g, (-1, g.shape[-1]))  # (N, out)
-        gx = B.reshape(B.matmul(g2, w), x.shape) if self.needs(0) else None
-        gw = B.matmul(B.transpose(g2), B.reshape(x, (-1, x.shape[-1]))) if self.needs(1) else None
-        gb = B.sum(g2, axis=0) if self.needs(2) else None
+        e = self.edges
+        g2 = g.reshape(-1, g.shape[-1])  # (N, out)
+        gx = None if e[0] is None else B.matmul(g2, w).reshape(x.shape)
+        gw = None if e[1] is None else B.matmul(g2.T, x.reshape(-1, x.shape[-1]))
+        gb = None if e[2] is None else B.sum(g2, axis=0)
         return gx, gw, gb
 
 

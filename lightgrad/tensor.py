@@ -347,8 +347,8 @@ class Tensor:
     def backward(self, gradient: Any = None, retain_graph: builtins.bool | None = None,
                  create_graph: builtins.bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad``."""
-        run_backward([self], [gradient], retain_graph=create_graph if retain_graph is None else retain_graph,
-                     create_graph=create_graph, accumulate_only=inputs)
+        run_backward([self], [gradient], create_graph if retain_graph is None else retain_graph,
+                     create_graph, None, inputs)  # (positional: keywords cost on every backward)
 
     def register_hook(self, hook: Any) -> Any:
         raise RuntimeError("lightgrad does not support tensor hooks; use autograd.grad instead")
@@ -743,7 +743,7 @@ class Tensor:
             x = x.to(dtype)
         elif x._data.dtype.kind in "biu":
             x = x.to(D.int64)
-        return F.Sum.apply(x, axes=None if dim is None else _dims(dim, x._data.ndim), keepdim=keepdim)
+        return F.Sum.apply(x, None if dim is None else _dims(dim, x._data.ndim), keepdim)
 
     def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self
@@ -1550,12 +1550,18 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        ad, bd = a._data, b._data
-        if ad.dtype == bd.dtype and (not floating or ad.dtype.kind == "f"):  # the common case
-            if ad.shape != bd.shape:
-                _check_broadcast(ad.shape, bd.shape)
-            return fn.apply(a, b)
+    if isinstance(a, Tensor):
+        ad = a._data
+        if isinstance(b, Tensor):
+            bd = b._data
+            if ad.dtype == bd.dtype and (not floating or ad.dtype.kind == "f"):  # the common case
+                if ad.shape != bd.shape:
+                    _check_broadcast(ad.shape, bd.shape)
+                return fn.apply(a, b)
+        elif (type(b) is builtins.float or type(b) is int) and ad.dtype.kind == "f":
+            return fn.apply(a, b)  # a float tensor and a Python number: the tensor's dtype, no cast
+    elif (type(a) is builtins.float or type(a) is int) and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+        return fn.apply(a, b)
     a, b = _promote(a, b)
     if floating:
         if isinstance(a, Tensor) and a._data.dtype.kind != "f":
