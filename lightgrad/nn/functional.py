@@ -720,6 +720,14 @@ def _check_class_weight(input: Tensor, weight: Tensor | None) -> None:
                            f"weight tensor of shape: {list(weight.shape)}")
 
 
+def _plain_xent(input: Tensor, weight: Tensor | None, reduction: str, label_smoothing: float) -> bool:
+    """Whether cross-entropy takes the one fused node: float (N, C) logits with N >= 1, no weight or
+    smoothing, a mean or a sum. Only shapes and arguments decide (never target values), so a step
+    replayed by lightgrad.compile takes the same path for every batch."""
+    return (input.ndim == 2 and input.shape[0] > 0 and weight is None and label_smoothing == 0
+            and reduction != "none" and input._data.dtype.kind == "f")
+
+
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
                   ignore_index: int = -100, reduce: bool | None = None, reduction: str = "mean",
                   label_smoothing: float = 0.0) -> Tensor:
@@ -748,6 +756,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         total = -prod.sum()
         return total if reduction == "sum" else total / (input.numel() // c if c else float("nan"))
     t = _class_target(input, target)
+    if _plain_xent(input, weight, reduction, label_smoothing):
+        return Fn.CrossEntropy.apply(input, target, ignore_index=ignore_index, mean=reduction == "mean")
     logp = input.log_softmax(cdim)
     nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:
