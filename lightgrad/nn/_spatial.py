@@ -1,9 +1,11 @@
 """Functional convolution, pooling, interpolation, fold/unfold and attention (``F.conv2d`` ...).
 
 Convolution and pooling run through the primitives of ``lightgrad.function`` (im2col and one
-matrix product per convolution); resampling is written as small matrix products along each
-spatial axis, so its gradient comes for free; attention is composite. 1-D ops are the 2-D ops
-on a height-1 image. Re-exported by ``lightgrad.nn.functional``.
+matrix product per convolution), except stride-1 convolutions: ``ConvStride1`` below folds the
+bias into the product and computes channels-last, with the input gradient as a full convolution
+(its docstring gives the measured choices). Resampling is written as small matrix products along
+each spatial axis, so its gradient comes for free; attention is composite. 1-D ops are the 2-D
+ops on a height-1 image. Re-exported by ``lightgrad.nn.functional``.
 """
 
 from __future__ import annotations
@@ -108,6 +110,167 @@ def _conv_out(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, .
     return ho, wo
 
 
+def _split(a: np.ndarray, shapes: tuple[tuple[int, ...], ...]) -> np.ndarray:
+    """A writeable view of ``a`` with each axis i split into the axes ``shapes[i]`` (C order
+    inside each axis): the reshape of a sliced buffer, guaranteed to be a view."""
+    shape: list[int] = []
+    strides: list[int] = []
+    for st, sub in zip(a.strides, shapes):
+        inner, sts = st, []
+        for size in reversed(sub):
+            sts.append(inner)
+            inner *= size
+        shape += sub
+        strides += reversed(sts)
+    return B.as_strided(a, tuple(shape), tuple(strides))
+
+
+def _padded_last(x: np.ndarray, pads: tuple[int, int, int, int], last: bool = False) -> np.ndarray:
+    """(N, H, W, C) channels-last copy of x (N, C, H, W), or of x (N, H, W, C) when ``last``,
+    zero-padded by (top, bottom, left, right): one copy of the interior, and only the border
+    strips are zeroed."""
+    n, h, w, c = x.shape if last else (x.shape[0], x.shape[2], x.shape[3], x.shape[1])
+    pt, pb, pl, pr = pads
+    out = B.empty((n, h + pt + pb, w + pl + pr, c), x.dtype)
+    for strip in (out[:, :pt], out[:, pt + h:], out[:, pt:pt + h, :pl], out[:, pt:pt + h, pl + w:]):
+        strip.fill(0)
+    np.copyto(out[:, pt:pt + h, pl:pl + w], x if last else x.transpose(0, 2, 3, 1))
+    return out
+
+
+def _cols_last(xp: np.ndarray, k: tuple[int, int], d: tuple[int, int], out_hw: tuple[int, int],
+               extra: int) -> np.ndarray:
+    """Stride-1 im2col of a padded channels-last image: (N*Ho*Wo, kh*kw*C + extra), columns in
+    (tap row, tap col, channel) order, one copy whose inner runs are C contiguous values (not
+    W's handful as in NCHW); ``extra`` trailing columns are left for the caller (a ones column
+    makes the bias part of the matrix product)."""
+    n, _, _, c = xp.shape
+    ho, wo = out_hw
+    kk = k[0] * k[1] * c
+    cols = B.empty((n * ho * wo, kk + extra), xp.dtype)
+    s0, s1, s2, s3 = xp.strides
+    win = B.as_strided(xp, (n, ho, wo, k[0], k[1], c), (s0, s1, s2, s1 * d[0], s2 * d[1], s3), writeable=False)
+    np.copyto(_split(cols[:, :kk], ((n, ho, wo), (k[0], k[1], c))), win)
+    return cols
+
+
+def _to_first(y: np.ndarray, shape: tuple[int, int, int, int]) -> np.ndarray:
+    """(N*H*W, C) channels-last rows as a contiguous (N, C, H, W) array."""
+    n, c, h, w = shape
+    out = B.empty(shape, y.dtype)
+    np.copyto(out, y.reshape(n, h, w, c).transpose(0, 3, 1, 2))
+    return out
+
+
+def _fast_conv(x: Tensor, w: Tensor, s: tuple[int, ...], pads: tuple[int, int, int, int], d: tuple[int, ...],
+               groups: int) -> bool:
+    """Whether conv2d takes ``ConvStride1``: float, groups 1, stride 1, and padding at most the
+    dilated kernel's reach (so that the input gradient is a plain full convolution)."""
+    k = w.shape[2:]
+    return (groups == 1 and s == (1, 1) and x._data.dtype.kind == "f"
+            and pads[0] <= d[0] * (k[0] - 1) and pads[1] <= d[0] * (k[0] - 1)
+            and pads[2] <= d[1] * (k[1] - 1) and pads[3] <= d[1] * (k[1] - 1))
+
+
+# Measured on (64, C, 28, 28) and (64, C, 14, 14) images with 16-32 output channels: below 8
+# input channels NCHW columns are the cheaper copy and col2im the cheaper input gradient (the
+# full convolution's columns are kh*kw*O wide, col2im adds kh*kw*C values per pixel)
+_LAST_MIN_CHANNELS = 8
+
+
+class ConvStride1(Fn.Conv2d):
+    """Conv2d (groups 1, stride 1) as plain matrix products with the bias folded in: the columns
+    carry a row (or column) of ones, the weight matrix the bias, so the forward is one product
+    and the weight and bias gradients are one product of the gradient with the same columns.
+
+    With several input channels the columns are channels-last, (N*Ho*Wo, kh*kw*C + 1): the copy's
+    inner runs are C contiguous values (not a handful of W's as in NCHW), and each product is
+    one 2-D GEMM. With few channels they are NCHW, (N, C*kh*kw + 1, Ho*Wo), whose product
+    already is (N, O, Ho*Wo). The input gradient is the full convolution of the padded gradient
+    with the flipped kernel (channels-last im2col + one GEMM) instead of col2im's scatter-adds,
+    where C is large enough against O for that to pay. Inputs and outputs stay (N, C, H, W).
+    Under create_graph it falls back to Conv2d's differentiable backward.
+
+    Measured (64x16x14x14 input, 32 3x3 filters, float32): forward 2.8 -> 1.7 ms, backward
+    6.9 -> 3.7 ms (the input gradient 4.2 -> 2.6 ms, of which col2im's adds were 3.4 ms)."""
+
+    def name(self) -> str:
+        return "Conv2dBackward0"
+
+    def forward(self, x, w, b, s, d, pads, groups):
+        n, c, h, wd = x.shape
+        o, _, kh, kw = w.shape
+        k = (kh, kw)
+        ho, wo = Fn._out_hw((h, wd), k, s, d, pads)
+        kk = kh * kw * c
+        extra = b is not None
+        self.last = c >= _LAST_MIN_CHANNELS
+        if self.last:
+            cols = _cols_last(_padded_last(x, pads), k, d, (ho, wo), extra)
+            wm = B.empty((kk + extra, o), w.dtype)  # (kh*kw*C [+1], O)
+            np.copyto(B.reshape(wm[:kk], (kh, kw, c, o)), w.transpose(2, 3, 1, 0))  # wm[:kk] is contiguous
+            if extra:
+                cols[:, kk] = 1
+                wm[kk] = b
+            out = _to_first(B.matmul(cols, wm), (n, o, ho, wo))
+        else:
+            cols = B.empty((n, kk + extra, ho * wo), x.dtype)
+            np.copyto(_split(cols[:, :kk], ((n,), (c, kh, kw), (ho, wo))),
+                      Fn._windows(Fn._padded(x, pads), k, s, d, (ho, wo)))
+            wm = B.empty((o, kk + extra), w.dtype)  # (O, C*kh*kw [+1])
+            np.copyto(wm[:, :kk], B.reshape(w, (o, kk)))
+            if extra:
+                cols[:, kk] = 1
+                wm[:, kk] = b
+            out = B.reshape(B.matmul(wm, cols), (n, o, ho, wo))
+        self.geom, self.groups = (k, s, d, pads), groups
+        self.saved = (x, w, cols)
+        return out
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            return super().backward(g)  # its formulas recompute NCHW columns from x
+        x, w, cols = self.saved
+        k, s, d, pads = self.geom
+        n, c, h, wd = x.shape
+        o, kh, kw = w.shape[0], k[0], k[1]
+        kk = kh * kw * c
+        ho, wo = g.shape[2:]
+        gx = gw = gb = None
+        gl = None  # the gradient channels-last, (N, Ho, Wo, O), when the weight needs it
+        if self.needs(1) or self.needs(2):
+            if self.last:
+                gl = B.empty((n, ho, wo, o), g.dtype)
+                np.copyto(gl, g.transpose(0, 2, 3, 1))
+                # (kh*kw*C [+1], O): columns first is the faster product (K = N*Ho*Wo is long)
+                gwb = B.matmul(B.swapaxes(cols, 0, 1), B.reshape(gl, (-1, o)))
+                if self.needs(1):
+                    gw = B.empty(w.shape, w.dtype)
+                    np.copyto(gw, gwb[:kk].reshape(kh, kw, c, o).transpose(3, 2, 0, 1))
+                if self.needs(2):
+                    gb = B.copy(gwb[kk])
+            else:
+                gwb = B.sum(B.matmul(B.reshape(g, (n, o, ho * wo)), B.swapaxes(cols, 1, 2)), axis=0)
+                if self.needs(1):
+                    gw = B.reshape(B.copy(gwb[:, :kk]), w.shape)
+                if self.needs(2):
+                    gb = B.copy(gwb[:, kk])
+        if self.needs(0) and not (self.last and 4 * c >= o):
+            wt = B.swapaxes(B.reshape(w, (o, kk)), 0, 1)  # (C*kh*kw, O)
+            gx = Fn._col2im(B.matmul(wt, B.reshape(g, (n, o, ho * wo))), x.shape, k, s, d, pads)
+        elif self.needs(0):
+            # g padded by the kernel's reach less the forward padding, correlated with the
+            # flipped kernel: tap (i, j) of this full convolution is tap (kh-1-i, kw-1-j) of w
+            reach = (d[0] * (kh - 1), d[1] * (kw - 1))
+            gpads = (reach[0] - pads[0], reach[0] - pads[1], reach[1] - pads[2], reach[1] - pads[3])
+            gp = _padded_last(g, gpads) if gl is None else _padded_last(gl, gpads, last=True)
+            gcols = _cols_last(gp, k, d, (h, wd), 0)
+            wf = B.empty((kh, kw, o, c), w.dtype)
+            np.copyto(wf, w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
+            gx = _to_first(B.matmul(gcols, B.reshape(wf, (kh * kw * o, c))), x.shape)
+        return gx, gw, gb
+
+
 def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,
           padding: Any, dilation: Any, groups: int) -> Tensor:
     x, batched = _batched(input, nd, name)
@@ -133,7 +296,8 @@ def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None
         p = _tuple(padding, 1, "padding")[0]
         pads = (0, 0, p, p)
     _conv_out(x, k, s, d, pads)
-    out = Fn.Conv2d.apply(x, w, bias, s=s, d=d, pads=pads, groups=groups)
+    op = ConvStride1 if _fast_conv(x, w, s, pads, d, groups) else Fn.Conv2d
+    out = op.apply(x, w, bias, s=s, d=d, pads=pads, groups=groups)
     if nd == 1:
         out = out.squeeze(2)
     return out if batched else out.squeeze(0)
