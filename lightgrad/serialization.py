@@ -46,11 +46,13 @@ can't overlap the hashing. The optional ``safetensors`` package (``pip install s
 installed, double-checks every file that ``load`` accepts with its reference parser.
 
 I/O. Checkpoints with 64 MiB of tensors or more are streamed: the pool's threads copy the header and
-the tensors into a few 16 MiB page-aligned buffers, hashing each 256 KiB slice right after copying it
-(while it is in the CPU cache), as a writer thread writes the previous buffer. On Linux the buffers go
+the tensors into a ring of four 16 MiB page-aligned buffers, one 4 MiB hash chunk per task, hashing each
+256 KiB slice right after copying it (while it is in the CPU cache); a writer thread writes each buffer
+as soon as it is full. A task waits only for the buffer it fills next to be on disk, so the hashing (the
+CPUs' work) and the writing (the disk's) run side by side, never in lockstep. On Linux the buffers go
 out with O_DIRECT, straight to the disk: no page-cache copy to compete with the hash for the CPUs, no
 writeback left for the fsync, and no page cache evicted for a file that is rarely read back soon; a
-load right after such a save reads from the disk. The buffer that holds the checksum goes last.
+load right after such a save reads from the disk. The first blocks, which hold the checksum, go last.
 Saving over a file holds it open across the rename and closes it on a background thread once the new
 file and its name are on disk: freeing a large file's blocks (discards, on an SSD) can take a third as
 long as writing them. Loads read each 4 MiB chunk with ``os.preadv`` on the pool's threads, each slice
@@ -59,6 +61,7 @@ hashed as soon as it is read.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import hashlib
@@ -87,7 +90,7 @@ _CHUNK = 4 << 20  # bytes per hashed chunk (part of the checksum's definition)
 _SLICE = 256 << 10  # bytes copied, then hashed while still in the CPU's cache
 _STREAM_MIN = 64 << 20  # checkpoints with this much tensor data are written through aligned buffers
 _WINDOW = 16 << 20  # bytes per buffer (and per write) when streaming
-_RING = 3  # buffers in flight when streaming: one being filled, the others being written
+_RING = 4  # buffers when streaming: some being filled while the others are written
 _BLOCK = 4096  # O_DIRECT's alignment of offsets, lengths and memory (any sector size up to 4 KiB)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _PWRITE = hasattr(os, "pwrite")
@@ -337,17 +340,6 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="lightgrad-hash")
 
 
-def _copy_and_hash(dst: np.ndarray, src: np.ndarray, h: Any) -> None:
-    """Copy ``src`` into ``dst`` (uint8, same size) and feed it to ``h``, a slice at a time: the hash then
-    reads bytes that the copy just brought into the CPU cache (here 1.6 GB/s a core, against 1.1 GB/s
-    from memory)."""
-    for i in range(0, src.size, _SLICE):
-        s = src[i:i + _SLICE]
-        dst[i:i + s.size] = s  # NumPy and hashlib both release the GIL on buffers this large
-        if h is not None:
-            h.update(s)
-
-
 # ---- save -------------------------------------------------------------------------------------
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
@@ -500,9 +492,12 @@ def _hold(target: str) -> int | None:
 
 def _write_streamed(fd: int, header: bytes, named: list[tuple[str, np.ndarray]], at: int,
                     pool: ThreadPoolExecutor, seal: Callable[[dict[str, list[bytes]]], str]) -> None:
-    """Write the header and the arrays through a few aligned buffers: the pool copies and hashes the
-    next buffer while the previous one goes to disk. ``seal`` turns the arrays' chunk digests into the
-    checksum, which goes into the first buffer, written last.
+    """Write the header and the arrays through a ring of aligned buffers: the pool's threads copy and
+    hash the data into them, one 4 MiB chunk per task, while a writer thread writes each buffer as soon
+    as it is full. Nothing waits in lockstep: a task waits only for the buffer it is about to fill to be
+    on disk, so the hashing (the CPUs' work) and the writing (the disk's) both run without a break.
+    ``seal`` turns the arrays' chunk digests into the checksum, which goes into the file's first blocks,
+    written last.
 
     Where the file system allows it (Linux), the buffers are written with O_DIRECT: straight to the
     disk, without the page-cache copy (CPU time that the hash needs) and without leaving the whole
@@ -510,55 +505,148 @@ def _write_streamed(fd: int, header: bytes, named: list[tuple[str, np.ndarray]],
     direct = [_set_direct(fd, True)]
     hashes = [[hashlib.sha256() for _ in range(0, a.nbytes, _CHUNK)] for _, a in named]
     # (bytes, file offset, hash): the header, then each array's 4 MiB chunks, in file order
-    parts: list[tuple[np.ndarray, int, Any]] = [(np.frombuffer(header, np.uint8), 0, None)]
-    pos = len(header)
+    head = np.frombuffer(header, np.uint8)
+    parts: list[tuple[np.ndarray, int, Any]] = [(head[i:i + _CHUNK], i, None) for i in range(0, head.size, _CHUNK)]
+    pos = head.size
     for (_, a), hs in zip(named, hashes):
         b = a.reshape(-1).view(np.uint8)
         parts += [(b[i * _CHUNK:(i + 1) * _CHUNK], pos + i * _CHUNK, h) for i, h in enumerate(hs)]
         pos += b.size
-    total = pos
-    first = max(_WINDOW, -(-(at + 64) // _BLOCK) * _BLOCK)  # the first window holds the checksum's place
-    starts = [0] + list(range(first, total, _WINDOW))
-    bufs = [_aligned(first)] + [_aligned(_WINDOW) for _ in range(_RING)]
-    writes: list[Future[None] | None] = [None] * _RING
-    copies: list[Future[None]] = []
-    p, done = 0, 0  # the part being copied, and the file offset up to which it is
+    first = min(pos, -(-(at + 64) // _BLOCK) * _BLOCK)  # the blocks up to the checksum's end
+    tasks: list[Future[None]] = []
     with ThreadPoolExecutor(1, thread_name_prefix="lightgrad-write") as writer:
+        ring = _Ring(fd, first, pos, writer, direct)
         try:
-            for k, lo in enumerate(starts):
-                hi = starts[k + 1] if k + 1 < len(starts) else total
-                slot = (k - 1) % _RING
-                pending = writes[slot]
-                if k and pending is not None:
-                    pending.result()  # its buffer is free again
-                buf = bufs[0] if k == 0 else bufs[1 + slot]
-                while p < len(parts) and done < hi:
-                    src, off, h = parts[p]
-                    end = min(off + src.size, hi)
-                    # a chunk cut by the window's end is hashed on in the next window, after this one
-                    copies.append(pool.submit(_copy_and_hash, buf[done - lo:end - lo], src[done - off:end - off], h))
-                    done = end
-                    if end == off + src.size:
-                        p += 1
-                        done = parts[p][1] if p < len(parts) else total
-                for c in copies:
-                    c.result()
-                copies.clear()
-                if k:
-                    writes[slot] = writer.submit(_write_window, fd, buf, hi - lo, lo, direct)
-            for w in writes:
-                if w is not None:
-                    w.result()
-        except BaseException:
-            for f in [*copies, *writes]:
-                if f is not None:
-                    f.cancel()  # what has not started yet
-            raise
+            task: list[tuple[int, np.ndarray, np.ndarray, Any]] = []
+            size = 0
+            for src, off, h in parts:  # small consecutive parts (the header, small tensors) share a task
+                task += ring.pieces(src, off, h)
+                size += src.size
+                if size >= _CHUNK:
+                    tasks.append(pool.submit(_copy_and_hash, task, ring))
+                    task, size = [], 0
+            if task:
+                tasks.append(pool.submit(_copy_and_hash, task, ring))
+            for t in tasks:
+                t.result()
+            for w in ring.writes:  # complete now: the task that filled a window queued its write
+                w.result()
+        except BaseException as e:
+            ring.fail(e)  # wakes the tasks waiting for a buffer, and stops the queued writes
+            for t in tasks:
+                t.cancel()
+            err = ring.failed
+            if err is None or err is e:
+                raise
+            raise err from None  # the first error (say a failed write), not a task that it stopped
     digest = seal({name: [h.digest() for h in hs] for (name, _), hs in zip(named, hashes)})
-    bufs[0][at:at + 64] = np.frombuffer(digest.encode(), np.uint8)
-    _write_window(fd, bufs[0], min(first, total), 0, direct)
-    if total % _BLOCK:
-        os.ftruncate(fd, total)  # direct writes were rounded up to whole blocks
+    ring.head[at:at + 64] = np.frombuffer(digest.encode(), np.uint8)
+    _write_window(fd, ring.head, first, 0, direct)
+    if pos % _BLOCK:
+        os.ftruncate(fd, pos)  # direct writes were rounded up to whole blocks
+
+
+class _Stopped(Exception):
+    """Raised in a copy task when the save has already failed elsewhere."""
+
+
+class _Ring:
+    """The streamed writer's buffers. Window 0 holds the file's first ``first`` bytes (the header up to
+    the checksum's place) and is written last, by the caller. The windows k >= 1 follow it: the first
+    few smaller (an eighth, a quarter, a half of _WINDOW bytes), so that the disk starts sooner, then
+    _WINDOW bytes each. Window k goes in buffer (k-1) % _RING, free again once window k - _RING is on
+    disk. Each window counts the pieces still to be copied into it; the task that copies its last piece
+    queues its write."""
+
+    def __init__(self, fd: int, first: int, total: int, writer: ThreadPoolExecutor, direct: list[bool]) -> None:
+        self.fd, self.first, self.total, self.writer, self.direct = fd, first, total, writer, direct
+        self.starts = [0, first]  # where each window starts in the file, then the file's end
+        for k in range(3, 0, -1):
+            if self.starts[-1] < total:
+                self.starts.append(self.starts[-1] + max(_BLOCK, (_WINDOW >> k) // _BLOCK * _BLOCK))
+        self.starts += range(self.starts[-1] + _WINDOW, total, _WINDOW)
+        self.starts = [min(x, total) for x in self.starts]
+        if self.starts[-1] < total:
+            self.starts.append(total)
+        self.n = len(self.starts) - 1  # windows, 0 included
+        self.slots = min(_RING, self.n - 1)
+        self.head = _aligned(-(-first // _BLOCK) * _BLOCK)
+        self.bufs = [_aligned(_WINDOW) for _ in range(self.slots)]
+        self.left = [0] * self.n
+        self.written = [threading.Event() for _ in range(self.n)]
+        self.writes: list[Future[None]] = []
+        self.lock = threading.Lock()
+        self.failed: BaseException | None = None
+
+    def _bounds(self, k: int) -> tuple[int, int]:
+        return self.starts[k], self.starts[k + 1]
+
+    def _buf(self, k: int) -> np.ndarray:
+        return self.head if k == 0 else self.bufs[(k - 1) % self.slots]
+
+    def pieces(self, src: np.ndarray, off: int, h: Any) -> list[tuple[int, np.ndarray, np.ndarray, Any]]:
+        """``src`` (the file's bytes from ``off``) cut at window ends: (window, buffer view, bytes, hash)."""
+        out = []
+        x, end = off, off + src.size
+        k = bisect.bisect_right(self.starts, x) - 1
+        while x < end:
+            lo, hi = self._bounds(k)
+            y = min(end, hi)
+            out.append((k, self._buf(k)[x - lo:y - lo], src[x - off:y - off], h))
+            self.left[k] += 1
+            x, k = y, k + 1
+        return out
+
+    def claim(self, k: int) -> None:
+        """Wait until window ``k``'s buffer is free (the window that used it before is on disk)."""
+        if k > self.slots:
+            self.written[k - self.slots].wait()
+        if self.failed is not None:
+            raise _Stopped
+
+    def filled(self, k: int) -> None:
+        with self.lock:  # under the lock that ``fail`` takes: no write is queued once the save has failed
+            self.left[k] -= 1
+            if k and not self.left[k] and self.failed is None:
+                self.writes.append(self.writer.submit(self._write, k))
+
+    def _write(self, k: int) -> None:
+        try:
+            if self.failed is None:
+                lo, hi = self._bounds(k)
+                _write_window(self.fd, self._buf(k), hi - lo, lo, self.direct)
+        except BaseException as e:
+            self.fail(e)
+            raise
+        finally:
+            self.written[k].set()
+
+    def fail(self, e: BaseException) -> None:
+        with self.lock:
+            if self.failed is None:
+                self.failed = e
+        for ev in self.written:
+            ev.set()
+
+
+def _copy_and_hash(pieces: list[tuple[int, np.ndarray, np.ndarray, Any]], ring: _Ring) -> None:
+    """Copy each piece's bytes into its window's buffer and feed them to its hash, a slice at a time:
+    the hash then reads bytes that the copy just brought into the CPU cache (here 1.25 GB/s a core for
+    copy and hash together, against 1.05 GB/s for the hash alone from memory)."""
+    try:
+        for k, dst, src, h in pieces:
+            ring.claim(k)
+            for i in range(0, src.size, _SLICE):
+                s = src[i:i + _SLICE]
+                dst[i:i + s.size] = s  # NumPy and hashlib both release the GIL on buffers this large
+                if h is not None:
+                    h.update(s)
+            ring.filled(k)
+    except _Stopped:
+        raise
+    except BaseException as e:
+        ring.fail(e)
+        raise
 
 
 def _aligned(n: int) -> np.ndarray:

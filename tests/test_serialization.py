@@ -633,6 +633,47 @@ def test_failed_streamed_save_leaves_previous_checkpoint_intact(tmp_path: Path, 
                 if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
 
 
+@pytest.mark.parametrize(("ring", "workers"), [(1, 1), (2, 3)])
+def test_streamed_save_waits_for_free_buffers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, streamed: None,
+                                              ring: int, workers: int) -> None:
+    # so few buffers that the copy tasks keep waiting for the writer (one hash chunk spans ~340 windows),
+    # with one copying thread (must not wait on itself) or more threads than buffers
+    obj = _big_state()
+    with monkeypatch.context() as m:
+        m.setattr(S, "_STREAM_MIN", 1 << 40)
+        lightgrad.save(obj, tmp_path / "plain.safetensors")
+    monkeypatch.setattr(S, "_RING", ring)
+    monkeypatch.setattr(S, "_pool", lambda: S.ThreadPoolExecutor(workers, thread_name_prefix="lightgrad-hash"))
+    path = tmp_path / "streamed.safetensors"
+    lightgrad.save(obj, path)
+    assert path.read_bytes() == (tmp_path / "plain.safetensors").read_bytes()
+    _same(obj, lightgrad.load(path))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_failed_copy_task_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            streamed: None) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    lightgrad.save({"w": lightgrad.ones(1000)}, path)
+    before, fds = path.read_bytes(), _open_fds()
+    real, calls = S._Ring.filled, []
+
+    def fail_midway(ring: Any, k: int) -> None:
+        calls.append(k)
+        if len(calls) == 50:  # as if copying a piece ran out of memory, with writes and other tasks in flight
+            raise MemoryError("out of memory while copying")
+        real(ring, k)
+
+    monkeypatch.setattr(S._Ring, "filled", fail_midway)
+    with pytest.raises(MemoryError, match="while copying"):  # the error itself, not a task stopped by it
+        lightgrad.save(_big_state(), path)
+    assert len(calls) >= 50 and path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
+    assert _open_fds() == fds
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 @pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
 def test_replaced_file_is_freed_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
