@@ -758,20 +758,27 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
 _SOFTMAX_SHIFTLESS_MIN = 1 << 14  # below this the two extra checks cost more than they save
 
 
-def softmax(x: Array, axis: int) -> Array:
-    """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array."""
+def exp_sums(x: Array, axis: int) -> tuple[Array, Array, Array | None]:
+    """(e, s, m): e = exp(x - m) (fresh) and its sums s along ``axis`` (kept), m the maxima along
+    ``axis``; or m None and e = exp(x) itself, where no row can overflow or vanish: every entry <= 60
+    and every row's sum >= 1e-3 (checked on the sums). The row maxima, a slow reduction over short
+    rows, are then not needed."""
     if isinstance(x, np.ndarray) and x.dtype in (np.float32, np.float64) and x.size >= _SOFTMAX_SHIFTLESS_MIN \
             and x.shape[axis] > 1 and float(np.max(x)) <= 60.0:
-        # the row maxima (a slow reduction over short rows) are not needed when no row can
-        # overflow or vanish: every entry <= 60 and every row's sum of exp >= 1e-3 (its max >
-        # log(1e-3 / n)); checked on the sums, and otherwise the shifted path below
         e = exp(x)
         s = reduce(add, e, (axis,), True)
         if float(np.min(s)) >= 1e-3:
-            return _ufunc_into(np.true_divide, (e, s), e)
-    e = subtract(x, reduce(maximum, x, (axis,), True))
+            return e, s, None
+    m = reduce(maximum, x, (axis,), True)
+    e = subtract(x, m)
     _ufunc_into(np.exp, (e,), e)
-    return _ufunc_into(np.true_divide, (e, reduce(add, e, (axis,), True)), e)
+    return e, reduce(add, e, (axis,), True), m
+
+
+def softmax(x: Array, axis: int) -> Array:
+    """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array."""
+    e, s, _ = exp_sums(x, axis)
+    return _ufunc_into(np.true_divide, (e, s), e)
 
 
 def matmul(x: Array, y: Array) -> Array:
@@ -813,10 +820,3 @@ def take_rows(x: Array, index: Array) -> Array:
     out = a.empty(index.shape + x.shape[1:], x.dtype)
     np.take(x, index, axis=0, out=out, mode="wrap")  # in range (checked): wrap only maps negatives,
     return out  # and unlike mode="raise" it writes straight into out without a buffer
-
-
-# ---- fused nn kernels (issue 9: cross-entropy) --------------------------------------------------
-
-def exp_(x: np.ndarray) -> np.ndarray:
-    """``x = exp(x)`` in place (x is fresh storage); returns x."""
-    return _ufunc_into(np.exp, (x,), x)

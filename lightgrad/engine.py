@@ -104,7 +104,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     if not create_graph and inputs is None and accumulate_only is None and len(outputs) == 1:
         fn = outputs[0]._grad_fn
         if fn is not None:  # the common case: loss.backward()
-            _backward_plain(fn, _seed_grad(outputs[0], grad_outputs[0]), retain_graph)
+            _walk({fn: _seed_grad(outputs[0], grad_outputs[0])}, [(fn.seq, fn)], retain_graph, False, None, None)
             return []
     grads: dict[Any, Any] = {}  # node (or leaf tensor, with inputs=) -> gradient so far
     # Nodes run most recent first (smallest seq): every node was made after the nodes its edges
@@ -133,10 +133,24 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     capture = inputs is not None
     # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
     taken: dict[Any, Any] | None = {t._grad_fn: None for t in inputs if t._grad_fn is not None} if inputs else None
+    heapify(heap)
+    _walk(grads, heap, retain_graph, create_graph, taken, (capture, only) if capture or only is not None else None)
+    if not capture:
+        return []
+    res = [taken.get(t._grad_fn) if taken and t._grad_fn is not None else grads.get(t) for t in inputs or ()]
+    if create_graph:
+        return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
+    return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))
+            for r in res]
+
+
+def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph: bool, create_graph: bool,
+          taken: dict[Any, Any] | None, deliver: tuple[bool, Any] | None) -> None:
+    """The backward walk from the nodes in ``heap`` (their gradients in ``grads``). Leaves accumulate
+    into ``.grad``, or, with ``deliver`` = (capture, only), go through _deliver_leaf; ``taken`` collects
+    the gradients of non-leaf inputs of autograd.grad."""
     stamp = _STAMP[0]
     owned: set[int] = set()
-    plain_leaves = not capture and only is None  # the common case: leaves just accumulate .grad
-    heapify(heap)
     token = _enabled.set(create_graph)
     try:
         while heap:
@@ -165,10 +179,10 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                 if not isinstance(e, Function):  # a leaf
                     if type(pg) is SliceGrad:
                         pg = pg.dense()
-                    if plain_leaves:
+                    if deliver is None:  # the common case: leaves just accumulate .grad
                         _accumulate(e, pg, create_graph, steal=True)
                     else:
-                        _deliver_leaf(e, pg, grads, capture, only, create_graph)
+                        _deliver_leaf(e, pg, grads, deliver[0], deliver[1], create_graph)
                     continue
                 prev = grads.get(e)
                 if prev is None:
@@ -176,60 +190,6 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
                     heappush(heap, (e.seq, e))
                 else:
                     grads[e] = prev + pg if create_graph else _add_grad(prev, pg, owned)
-            if saved and not retain_graph:
-                node.saved = None
-    finally:
-        _enabled.reset(token)
-    if not capture:
-        return []
-    res = [taken.get(t._grad_fn) if taken and t._grad_fn is not None else grads.get(t) for t in inputs or ()]
-    if create_graph:
-        return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
-    return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))
-            for r in res]
-
-
-def _backward_plain(root: Function, g0: Any, retain_graph: bool) -> None:
-    """run_backward's loop for one output without create_graph, inputs= or accumulate_only
-    (``loss.backward()``): the same steps with the branches for those cases left out, since
-    this loop's own overhead is most of a backward through small tensors."""
-    grads: dict[Any, Any] = {root: g0}
-    heap = [(root.seq, root)]
-    stamp = _STAMP[0]
-    owned: set[int] = set()
-    token = _enabled.set(False)
-    try:
-        while heap:
-            node = heappop(heap)[1]
-            g = grads.pop(node)
-            if type(g) is SliceGrad:
-                g = g.dense()
-            elif owned:
-                owned.discard(id(g))
-            saved = node.saved
-            if saved is None:
-                raise RuntimeError(_FREED)
-            if node.stamp != stamp:
-                _check_versions(node)
-            if node.retained is not None:
-                _accumulate(node.retained, g, False)
-            pgrads = node.backward(g)
-            for p, e, pg in zip(node.parents, node.edges, pgrads):
-                if e is None or pg is None:
-                    continue
-                if pg.shape != p._data.shape:
-                    pg = unbroadcast(pg, p._data.shape)
-                if isinstance(e, Function):
-                    prev = grads.get(e)
-                    if prev is None:
-                        grads[e] = pg
-                        heappush(heap, (e.seq, e))
-                    else:
-                        grads[e] = _add_grad(prev, pg, owned)
-                else:  # a leaf
-                    if type(pg) is SliceGrad:
-                        pg = pg.dense()
-                    _accumulate(e, pg, False, True)
             if saved and not retain_graph:
                 node.saved = None
     finally:

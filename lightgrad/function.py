@@ -1423,22 +1423,19 @@ class Linear(Function):
     """x @ w.T + b with x (..., in), w (out, in), b (out,) or None: one node, the leading dims
     folded into one GEMM, and the weight gradient g.T @ x computed directly in w's layout."""
 
-    # reshapes and transposes by the arrays' own methods (Tensors have them too, for create_graph):
-    # np.reshape's and np.transpose's Python wrappers cost 4-10x the view on small layers
-
     def forward(self, x, w, b):
         self.saved = (x, w)
-        out = B.matmul(x.reshape(-1, x.shape[-1]), w.T)  # (N, out)
+        out = B.matmul(B.reshape(x, (-1, x.shape[-1])), B.transpose(w))  # (N, out)
         if b is not None:
             B.iadd(out, b)  # out is fresh: add the bias in place
-        return out.reshape(x.shape[:-1] + (w.shape[0],))
+        return B.reshape(out, x.shape[:-1] + (w.shape[0],))
 
     def backward(self, g):
         x, w = self.saved
         e = self.edges
-        g2 = g.reshape(-1, g.shape[-1])  # (N, out)
-        gx = None if e[0] is None else B.matmul(g2, w).reshape(x.shape)
-        gw = None if e[1] is None else B.matmul(g2.T, x.reshape(-1, x.shape[-1]))
+        g2 = B.reshape(g, (-1, g.shape[-1]))  # (N, out)
+        gx = None if e[0] is None else B.reshape(B.matmul(g2, w), x.shape)
+        gw = None if e[1] is None else B.matmul(B.transpose(g2), B.reshape(x, (-1, x.shape[-1])))
         gb = None if e[2] is None else B.sum(g2, axis=0)
         return gx, gw, gb
 
@@ -1690,8 +1687,8 @@ from .tensor import _STAMP, Tensor  # noqa: E402  (Tensor uses these ops; they m
 
 class CrossEntropy(Function):
     """Mean or summed cross-entropy of (N, C) logits against N class indices (``ignore_index``
-    ones left out, as NllLoss): log-softmax and the pick in one node. Forward keeps exp(x)
-    (exp(x - max) where a row could overflow or vanish) and its row sums, so backward is
+    ones left out, as NllLoss): log-softmax and the pick in one node. Forward keeps exp(x) or
+    exp(x - max) and its row sums (backend.exp_sums), so backward is
     softmax(x) g / N with g / N taken off at the targets: two passes where log_softmax then
     nll_loss take six, and no (N, C) one-hot or zero matrix. The targets are checked here, not by
     the caller, so a replayed step (lightgrad.compile) checks each step's targets. Under
@@ -1711,21 +1708,10 @@ class CrossEntropy(Function):
         self.scale = (1.0 / count if count else float("nan")) if mean else 1.0  # PyTorch: nan when all are ignored
         self.index = index = (B.arange(n), tt)
         self.keep = B.asarray(valid, x.dtype) if ignoring else None
-        e = None
-        if float(B.reduce(B.maximum, x, None)) <= 60.0:
-            # no exp can overflow: the row maxima (a slow reduction over short rows) are needed
-            # only where a row's sum of exp is so small that its terms lose precision
-            e = B.exp(x)
-            s = B.reduce(B.add, e, (1,), True)  # (N, 1)
-            if float(B.reduce(B.minimum, s, None)) >= 1e-3:
-                picked = B.take(x, index)
-            else:
-                e = None
-        if e is None:
-            sh = B.subtract(x, B.reduce(B.maximum, x, (1,), True))  # (N, C), fresh
-            picked = B.take(sh, index)  # x - max at the targets
-            e = B.exp_(sh)
-            s = B.reduce(B.add, e, (1,), True)
+        e, s, m = B.exp_sums(x, 1)
+        picked = B.take(x, index)
+        if m is not None:
+            picked = B.subtract(picked, B.reshape(m, (n,)))  # x - max at the targets
         self.saved = (e, s)
         rows = B.subtract(B.log(B.reshape(s, (n,))), picked)
         if self.keep is not None:

@@ -1549,6 +1549,9 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
     return _promote(s, t) if swap else _promote(t, s)
 
 
+_PY_NUMBERS = (float, int)  # (not bool: True * a float tensor still goes through promotion, as before)
+
+
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
     if isinstance(a, Tensor):
         ad = a._data
@@ -1558,9 +1561,9 @@ def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
                 if ad.shape != bd.shape:
                     _check_broadcast(ad.shape, bd.shape)
                 return fn.apply(a, b)
-        elif (type(b) is builtins.float or type(b) is int) and ad.dtype.kind == "f":
+        elif type(b) in _PY_NUMBERS and ad.dtype.kind == "f":
             return fn.apply(a, b)  # a float tensor and a Python number: the tensor's dtype, no cast
-    elif (type(a) is builtins.float or type(a) is int) and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+    elif type(a) in _PY_NUMBERS and isinstance(b, Tensor) and b._data.dtype.kind == "f":
         return fn.apply(a, b)
     a, b = _promote(a, b)
     if floating:

@@ -608,6 +608,15 @@ def _open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def _assert_untouched(path: Path, before: bytes, fds: set[str]) -> None:
+    """After a failed save: the previous checkpoint as it was, and nothing of the save left over."""
+    assert path.read_bytes() == before
+    assert os.listdir(path.parent) == [path.name]  # no temporary file left behind
+    assert _open_fds() == fds  # the temporary file's descriptor is closed
+    assert not [t for t in threading.enumerate()  # nor threads of the save
+                if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_failed_streamed_save_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 streamed: None) -> None:
@@ -626,11 +635,8 @@ def test_failed_streamed_save_leaves_previous_checkpoint_intact(tmp_path: Path, 
     monkeypatch.setattr(S, "_pwrite_all", fail_midway)
     with pytest.raises(OSError, match="No space left"):
         lightgrad.save(_big_state(), path)
-    assert 3 <= len(calls) <= 3 + S._RING and path.read_bytes() == before  # writes already queued may run
-    assert os.listdir(tmp_path) == ["ckpt.safetensors"]  # no temporary file left behind
-    assert _open_fds() == fds  # the temporary file's descriptor is closed
-    assert not [t for t in threading.enumerate()  # nor threads of the save left
-                if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
+    assert 3 <= len(calls) <= 3 + S._RING  # writes already queued may run
+    _assert_untouched(path, before, fds)
 
 
 @pytest.mark.parametrize(("ring", "workers"), [(1, 1), (2, 3)])
@@ -667,11 +673,8 @@ def test_failed_copy_task_leaves_previous_checkpoint_intact(tmp_path: Path, monk
     monkeypatch.setattr(S._Ring, "filled", fail_midway)
     with pytest.raises(MemoryError, match="while copying"):  # the error itself, not a task stopped by it
         lightgrad.save(_big_state(), path)
-    assert len(calls) >= 50 and path.read_bytes() == before
-    assert os.listdir(tmp_path) == ["ckpt.safetensors"]
-    assert _open_fds() == fds
-    assert not [t for t in threading.enumerate()
-                if t.name.startswith(("lightgrad-hash", "lightgrad-write", "lightgrad-free"))]
+    assert len(calls) >= 50
+    _assert_untouched(path, before, fds)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
