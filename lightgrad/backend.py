@@ -449,9 +449,17 @@ def add_at(out: Array, index: Any, v: Array) -> None:
         order = np.argsort(flat, kind="stable")
         rows = flat[order]
         starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-        sums = np.add.reduceat(v.reshape(flat.size, -1)[order], starts, axis=0)
+        # the gathered rows and their sums are as large as v: from the arena when one is active
+        vv = v.reshape(flat.size, -1)
+        picked = empty(vv.shape, vv.dtype)
+        np.take(vv, order, axis=0, out=picked, mode="wrap")  # (in range: mode="raise" would copy via a buffer)
+        sums = empty((starts.size, vv.shape[1]), vv.dtype)
+        np.add.reduceat(picked, starts, axis=0, out=sums)
         o2 = out.reshape(out.shape[0], -1)
-        o2[rows[starts]] += sums
+        u = rows[starts]  # distinct rows: a plain gather, add and scatter (o2[u] += sums would copy o2[u])
+        np.take(o2, u, axis=0, out=picked[:u.size], mode="wrap")
+        np.add(picked[:u.size], sums, out=sums)
+        o2[u] = sums
         return
     np.add.at(out, index, v)
 

@@ -352,5 +352,6 @@ def test_benchmark_model_steps_allocate_nothing(name: str) -> None:
     heap_peak, _, heap_losses = allocations(heap_step, steps=10)
     assert leaked == 0
     assert heap_peak > 20 * peak, f"{name}: arena peak {peak} bytes vs heap {heap_peak}"
+    assert peak < 256 * 1024, f"{name}: arena peak {peak} bytes"  # not one activation-sized array (512 KiB+)
     np.testing.assert_allclose(losses, heap_losses, rtol=1e-6)
     assert temp.peak > 1_000_000
