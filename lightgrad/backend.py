@@ -369,7 +369,9 @@ def _unary_op(f: np.ufunc) -> Any:
 
 
 def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
-    def op(x: Array, y: Array) -> Array:
+    def op(x: Array, y: Array, out: Array | None = None) -> Array:
+        if out is not None:  # into given storage (an operator reusing a temporary operand's array)
+            return _ufunc_into(f, (x, y), out)
         a = _current.get()
         if a is None and _threads[0] == 1:
             return f(x, y)  # the common case first: NumPy allocates (Tensors dispatch themselves)

@@ -139,25 +139,25 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
 # ---- elementwise binary ------------------------------------------------------------------------
 
 class Add(Function):
-    def forward(self, x, y):
-        return B.add(x, y)
+    def forward(self, x, y, out=None):
+        return B.add(x, y, out)
 
     def backward(self, g):
         return g, g
 
 
 class Sub(Function):
-    def forward(self, x, y):
-        return B.subtract(x, y)
+    def forward(self, x, y, out=None):
+        return B.subtract(x, y, out)
 
     def backward(self, g):
         return g, (B.negative(g) if self.needs(1) else None)
 
 
 class Mul(Function):
-    def forward(self, x, y):
+    def forward(self, x, y, out=None):
         self.saved = (x, y)
-        return B.multiply(x, y)
+        return B.multiply(x, y, out)
 
     def backward(self, g):
         x, y = self.saved
@@ -179,9 +179,9 @@ def _times(g, y):
 
 
 class Div(Function):
-    def forward(self, x, y):
+    def forward(self, x, y, out=None):
         self.saved = (x, y)
-        return B.divide(x, y)
+        return B.divide(x, y, out)
 
     def backward(self, g):
         x, y = self.saved

@@ -7,8 +7,9 @@ them and needs no backward of its own.
 from __future__ import annotations
 
 import builtins
-
+import dis
 import math
+import sys
 from collections import namedtuple
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -418,25 +419,32 @@ class Tensor:
 
     # ---- arithmetic (operators and their method forms) -----------------------------------------
     def __add__(self, o: Any) -> Tensor:
-        return _binary(F.Add, self, o)
+        out = _reusable(self, o, True)
+        return _binary(F.Add, self, o) if out is None else F.Add.apply(self, o, out=out)
 
     def __radd__(self, o: Any) -> Tensor:
-        return _binary(F.Add, o, self)
+        out = _reusable(self, o, True)
+        return _binary(F.Add, o, self) if out is None else F.Add.apply(o, self, out=out)
 
     def __sub__(self, o: Any) -> Tensor:
-        return _binary(F.Sub, self, o)
+        out = _reusable(self, o, True)
+        return _binary(F.Sub, self, o) if out is None else F.Sub.apply(self, o, out=out)
 
     def __rsub__(self, o: Any) -> Tensor:
-        return _binary(F.Sub, o, self)
+        out = _reusable(self, o, True)
+        return _binary(F.Sub, o, self) if out is None else F.Sub.apply(o, self, out=out)
 
     def __mul__(self, o: Any) -> Tensor:
-        return _binary(F.Mul, self, o)
+        out = _reusable(self, o, False)
+        return _binary(F.Mul, self, o) if out is None else F.Mul.apply(self, o, out=out)
 
     def __rmul__(self, o: Any) -> Tensor:
-        return _binary(F.Mul, o, self)
+        out = _reusable(self, o, False)
+        return _binary(F.Mul, o, self) if out is None else F.Mul.apply(o, self, out=out)
 
     def __truediv__(self, o: Any) -> Tensor:
-        return _binary(F.Div, self, o, floating=True)
+        out = _reusable(self, o, False)
+        return _binary(F.Div, self, o, floating=True) if out is None else F.Div.apply(self, o, out=out)
 
     def __rtruediv__(self, o: Any) -> Tensor:
         return _binary(F.Div, o, self, floating=True)
@@ -1550,6 +1558,61 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 _PY_NUMBERS = (float, int)  # (not bool: True * a float tensor still goes through promotion, as before)
+
+# ---- temporaries ----------------------------------------------------------------------------------
+# In ``x * w + b`` NumPy would write the sum into the product's buffer: a temporary that only the
+# expression holds (it checks reference counts in C). A Tensor hides its array from that check, so
+# the operators make it themselves: an operand that is a large temporary lends its array to the
+# result. That saves the allocation and a third of the memory traffic (in place, an elementwise op
+# streams two arrays instead of three: 0.31 against 0.48 ms on 1M float32 here). The operand is a
+# temporary when the interpreter's stack holds its only reference (counts measured on CPython 3.11-3.13;
+# 3.14 may lend stack references without counting them, so elsewhere nothing is reused), its array
+# has no other reference and owns its memory (no views of it anywhere), and no backward reads it:
+# + and - read no operand, * and / by a Python number read only the number.
+_REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves)
+_BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
+              and (3, 11) <= sys.version_info[:2] <= (3, 13) else None)
+
+
+def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
+    """The array of an operand of ``t op o`` (t: the operator's self) that may take the result
+    (see above), or None. ``tensors``: whether that may be a Tensor's when ``o`` is one (+ and -);
+    else ``o`` must be a Python number."""
+    if _BINARY_OP is None:
+        return None
+    d = t._data
+    if isinstance(o, Tensor):
+        od = o._data
+        if not tensors or od.size < _REUSE_MIN and d.size < _REUSE_MIN or od.dtype != d.dtype:
+            return None
+        # t's array if the result has t's shape, else o's if it has o's
+        if _fits(od.shape, d.shape) and _lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3:
+            a = d
+        elif _fits(d.shape, od.shape) and _lendable(o, od) and sys.getrefcount(o) == 4 and sys.getrefcount(od) == 3:
+            a = od
+        else:
+            return None
+    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f" and d.size >= _REUSE_MIN:
+        if not (_lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3):
+            return None
+        a = d
+    else:
+        return None
+    # (the counts: the interpreter's stack, the operator's parameter, ours, getrefcount's argument;
+    # for the array: the Tensor's slot, our local, the argument.) Called by the interpreter's operator?
+    f = sys._getframe(2)
+    return a if f.f_code.co_code[f.f_lasti] == _BINARY_OP else None
+
+
+def _fits(small: tuple[builtins.int, ...], big: tuple[builtins.int, ...]) -> builtins.bool:
+    """Whether ``small`` broadcasts to exactly ``big``."""
+    return small == big or (len(small) <= len(big) and all(m == n or m == 1 for m, n in zip(reversed(small), reversed(big))))
+
+
+def _lendable(t: Tensor, a: np.ndarray) -> builtins.bool:
+    """Whether t's array could take a result: it owns its memory (views of it would hold a reference),
+    is writeable, is not arena storage, and t is not a leaf that requires grad."""
+    return a.base is None and a.flags.writeable and t._mem is None and not (t.requires_grad and t._grad_fn is None)
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
