@@ -419,32 +419,53 @@ class Tensor:
 
     # ---- arithmetic (operators and their method forms) -----------------------------------------
     def __add__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, True)
-        return _binary(F.Add, self, o) if out is None else F.Add.apply(self, o, out=out)
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, True)
+            if out is not None:
+                return F.Add.apply(self, o, out=out)
+        return _binary(F.Add, self, o)
 
     def __radd__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, True)
-        return _binary(F.Add, o, self) if out is None else F.Add.apply(o, self, out=out)
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, True)
+            if out is not None:
+                return F.Add.apply(o, self, out=out)
+        return _binary(F.Add, o, self)
 
     def __sub__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, True)
-        return _binary(F.Sub, self, o) if out is None else F.Sub.apply(self, o, out=out)
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, True)
+            if out is not None:
+                return F.Sub.apply(self, o, out=out)
+        return _binary(F.Sub, self, o)
 
     def __rsub__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, True)
-        return _binary(F.Sub, o, self) if out is None else F.Sub.apply(o, self, out=out)
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, True)
+            if out is not None:
+                return F.Sub.apply(o, self, out=out)
+        return _binary(F.Sub, o, self)
 
     def __mul__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, False)
-        return _binary(F.Mul, self, o) if out is None else F.Mul.apply(self, o, out=out)
+        if self._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, False)
+            if out is not None:
+                return F.Mul.apply(self, o, out=out)
+        return _binary(F.Mul, self, o)
 
     def __rmul__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, False)
-        return _binary(F.Mul, o, self) if out is None else F.Mul.apply(o, self, out=out)
+        if self._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, False)
+            if out is not None:
+                return F.Mul.apply(o, self, out=out)
+        return _binary(F.Mul, o, self)
 
     def __truediv__(self, o: Any) -> Tensor:
-        out = _reusable(self, o, False)
-        return _binary(F.Div, self, o, floating=True) if out is None else F.Div.apply(self, o, out=out)
+        if self._data.size >= _REUSE_MIN:
+            out = _reusable(self, o, False)
+            if out is not None:
+                return F.Div.apply(self, o, out=out)
+        return _binary(F.Div, self, o, floating=True)
 
     def __rtruediv__(self, o: Any) -> Tensor:
         return _binary(F.Div, o, self, floating=True)
@@ -1569,21 +1590,21 @@ _PY_NUMBERS = (float, int)  # (not bool: True * a float tensor still goes throug
 # 3.14 may lend stack references without counting them, so elsewhere nothing is reused), its array
 # has no other reference and owns its memory (no views of it anywhere), and no backward reads it:
 # + and - read no operand, * and / by a Python number read only the number.
-_REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves)
+_REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves; the operators test size first)
 _BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
               and (3, 11) <= sys.version_info[:2] <= (3, 13) else None)
 
 
 def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
-    """The array of an operand of ``t op o`` (t: the operator's self) that may take the result
-    (see above), or None. ``tensors``: whether that may be a Tensor's when ``o`` is one (+ and -);
-    else ``o`` must be a Python number."""
+    """The array of an operand of ``t op o`` (t: the operator's self, which has checked that one is
+    large) that may take the result (see above), or None. ``tensors``: whether that may be a
+    Tensor's when ``o`` is one (+ and -); else ``o`` must be a Python number."""
     if _BINARY_OP is None:
         return None
     d = t._data
     if isinstance(o, Tensor):
         od = o._data
-        if not tensors or od.size < _REUSE_MIN and d.size < _REUSE_MIN or od.dtype != d.dtype:
+        if not tensors or od.dtype != d.dtype:
             return None
         # t's array if the result has t's shape, else o's if it has o's
         if _fits(od.shape, d.shape) and _lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3:
@@ -1592,7 +1613,7 @@ def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
             a = od
         else:
             return None
-    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f" and d.size >= _REUSE_MIN:
+    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f":
         if not (_lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3):
             return None
         a = d
