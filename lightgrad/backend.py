@@ -353,11 +353,16 @@ def _arr(x: Any) -> bool:
     return isinstance(x, np.ndarray | int | float | np.generic)
 
 
+_NUMBERS = (float, int)
+
+
 def _unary_op(f: np.ufunc) -> Any:
     def op(x: Array) -> Array:
         a = _current.get()
         if a is None and _threads[0] == 1 or not isinstance(x, np.ndarray):
             return f(x)
+        if _threads[0] == 1:
+            return f(x, out=a.empty(x.shape, x.dtype))
         if a is None:
             # threads only for floats, whose result keeps x's dtype (exp of ints is float64)
             if x.dtype.kind != "f" or not _big(x):
@@ -375,6 +380,13 @@ def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
         a = _current.get()
         if a is None and _threads[0] == 1:
             return f(x, y)  # the common case first: NumPy allocates (Tensors dispatch themselves)
+        if _threads[0] == 1:  # (so a is an arena) the usual operands, without working out dtypes
+            if type(x) is np.ndarray:
+                if type(y) is np.ndarray and x.shape == y.shape and x.dtype is y.dtype \
+                        or type(y) in _NUMBERS and x.dtype.kind == "f":
+                    return f(x, y, out=a.empty(x.shape, out_dtype or x.dtype))
+            elif type(y) is np.ndarray and type(x) in _NUMBERS and y.dtype.kind == "f":
+                return f(x, y, out=a.empty(y.shape, out_dtype or y.dtype))
         if not (_arr(x) and _arr(y)):
             return f(x, y)
         if a is None:
@@ -751,6 +763,8 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
         return f.reduce(x, axis=axes, keepdims=keepdims, dtype=dtype, **kw)  # type: ignore[arg-type]
     ax = tuple(range(x.ndim)) if axes is None else axes
     out = empty(_reduced(x.shape, ax, keepdims), x.dtype if dtype is None else dtype)
+    if _threads[0] == 1:
+        return f.reduce(x, axis=ax, keepdims=keepdims, dtype=dtype, out=out, **kw)
     # threads take slices along a kept axis only: each output entry is then summed in the same
     # order as by one call (bit-identical)
     keep = [i for i in range(x.ndim) if i not in ax and x.shape[i] > 1]
@@ -795,6 +809,8 @@ def matmul(x: Array, y: Array) -> Array:
     a = _current.get()
     if a is None or not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
         return np.matmul(x, y)
+    if x.ndim == 2 == y.ndim and x.dtype is y.dtype:  # (the usual product: its shape and dtype at sight)
+        return np.matmul(x, y, out=a.empty((x.shape[0], y.shape[1]), x.dtype))
     shape = broadcast_shape(x.shape[:-2], y.shape[:-2]) + (x.shape[-2], y.shape[-1])
     return np.matmul(x, y, out=a.empty(shape, np.result_type(x, y)))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -69,10 +70,12 @@ class Arena:
         # Tensors made while this arena is active hold this token; reset() clears it, so a tensor
         # whose storage was reclaimed raises instead of returning stale data (bare-lm has no check).
         self._token: list[Any] = [True, self]
-        # this step's requests (sizes), the arrays handed out (weak) and when each died (request count)
+        # this step's requests (sizes), weak references to its arrays and when each died (request
+        # count): kept while a step is learnt, for its plan
         self._sizes: list[int] = []
         self._refs: list[Any] = []
         self._death: dict[int, int] = {}
+        self._slots: list[tuple[np.ndarray, np.ndarray] | None] = []  # per planned request: its last arrays
         self._plan: tuple[list[int], list[int], list[list[int]]] | None = None  # sizes, offsets, conflicts
         self._top = 0  # end of the planned region: unplanned requests go above it
         self._on_plan = True  # every request of this step so far followed the plan
@@ -90,32 +93,53 @@ class Arena:
         for s in shape:
             n *= s
         i = len(self._sizes)
+        self._sizes.append(n)
         plan = self._plan
-        start = -1
         if plan is not None and self._on_plan:
             if i < len(plan[0]) and plan[0][i] == n and self._block == 0:
-                refs = self._refs
-                for j in plan[2][i]:  # the earlier arrays planned into the same bytes must be gone
-                    if refs[j]() is not None:
+                # the earlier arrays of this step planned into the same bytes must be gone: nothing
+                # but their slot (and flat's view arr) holds them (+1: getrefcount's argument)
+                slots = self._slots
+                for j in plan[2][i]:
+                    pair = slots[j]
+                    if _count(pair[0]) > 3 or _count(pair[1]) > 2:  # type: ignore[index]
                         break
                 else:
-                    start = plan[1][i]
-            if start < 0:
-                self._on_plan = False  # the step went its own way: bump-allocate the rest of it
-        if start < 0:
-            start = -(-max(self._offset, self._top if self._block == 0 else 0) // _ALIGN) * _ALIGN
-            if start + n > self._blocks[self._block].size:
-                self._next_block(n)  # (raises when full, before anything is recorded)
-                start = 0
-        self._sizes.append(n)
-        self._offset = max(self._offset, start + n)
-        if self.used > self.peak:
-            self.peak = self.used
+                    end = plan[1][i] + n
+                    if end > self._offset:  # (on plan, all in the first block: used is the offset)
+                        self._offset = end
+                        if end > self.peak:
+                            self.peak = end
+                    # the arrays handed out here in an earlier step, again, when nothing holds them
+                    # any more: the step then makes no array objects (a weak reference and its
+                    # callback per request, as while learning, cost 3x the rest of an allocation)
+                    pair = slots[i]
+                    if pair is not None:
+                        flat, arr = pair
+                        if (arr.dtype is dt and arr.shape == shape and _count(arr) == 3 and _count(flat) == 4
+                                and arr.flags.writeable):  # (3: pair, arr, argument; flat: + arr's base)
+                            return arr
+                    flat = np.frombuffer(self._views[0][plan[1][i]:end], dt)
+                    arr = flat.reshape(shape)
+                    slots[i] = (flat, arr)
+                    return arr
+            self._on_plan = False  # the step went its own way: bump-allocate the rest of it
+        start = -(-max(self._offset, self._top if self._block == 0 else 0) // _ALIGN) * _ALIGN
+        if start + n > self._blocks[self._block].size:
+            self._next_block(n)  # (raises when full, before anything is recorded)
+            start = 0
+        self._bump(start + n)
         # an array of its own over the bytes (its base is a memoryview, not the block), so that
         # it and every view of it keep it alive: its death says the bytes are free
         owner = np.frombuffer(self._views[self._block][start:start + n], dt)
-        self._refs.append(self._weakref(owner, functools.partial(self._died, i, self.generation)))
+        if plan is None:  # a step being learnt: note when each array dies, for the plan
+            self._refs.append(self._weakref(owner, functools.partial(self._died, i, self.generation)))
         return owner.reshape(shape)
+
+    def _bump(self, end: int) -> None:
+        self._offset = max(self._offset, end)
+        if self.used > self.peak:
+            self.peak = self.used
 
     def _died(self, i: int, generation: int, _ref: Any = None) -> None:
         if generation == self.generation:  # (an array of an earlier step says nothing of this one)
@@ -136,12 +160,14 @@ class Arena:
 
     def reset(self) -> None:
         """Reclaim everything allocated so far, in O(1); tensors made before can no longer be read.
-        A step that did not follow the plan is planned afresh for the next one."""
-        if self._sizes and (self._plan is None or not self._on_plan or len(self._sizes) != len(self._plan[0])):
-            if self._block == 0:
-                self._plan, self._top = _planned(self._sizes, self._death)
-            else:
-                self._plan, self._top = None, 0  # a step that needed more blocks is not planned
+        After a step that did not follow the plan, the next step is learnt and planned afresh."""
+        if self._sizes:
+            if self._plan is None:
+                if self._block == 0:  # (a step that needed more blocks is not planned)
+                    self._plan, self._top = _planned(self._sizes, self._death)
+                    self._slots = [None] * len(self._sizes)
+            elif not self._on_plan or len(self._sizes) != len(self._plan[0]):
+                self._plan, self._top = None, 0
         self._sizes, self._refs, self._death = [], [], {}
         self._on_plan = True
         self._token[0] = False
@@ -162,6 +188,9 @@ class Arena:
     def __repr__(self) -> str:
         return (f"Arena(name={self.name!r}, capacity={self.capacity}, used={self.used}, "
                 f"peak={self.peak})")
+
+
+_count = sys.getrefcount
 
 
 def plan(sizes: list[int], death: dict[int, int]) -> tuple[list[int], int]:

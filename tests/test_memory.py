@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,26 @@ def test_a_step_that_keeps_arrays_longer_than_planned_is_not_overwritten() -> No
     a.reset()
     del kept
     assert _chain(a, []) == 4 * 1024  # planned again from that step: four places
+
+
+def test_a_planned_step_hands_out_its_arrays_again_only_when_nothing_holds_them() -> None:
+    a = memory.Arena("1MB", name="t")
+    _chain(a, [])  # learnt, every array alive to the end: four places
+    a.reset()
+    first: list[np.ndarray] = []
+    _chain(a, first)  # on plan
+    a.reset()
+    was = [weakref.ref(x) for x in first]  # (weak: they don't count as holding the arrays)
+    held, frozen = first[0], first[1]
+    frozen.flags.writeable = False
+    del first, frozen
+    again: list[np.ndarray] = []
+    _chain(a, again)
+    # the held array and the read-only one are not handed out again; the others are, as they were
+    assert again[0] is not held and again[1] is not was[1]() and again[1].flags.writeable
+    assert again[2] is was[2]() and again[3] is was[3]()
+    assert [float(x[0]) for x in again] == [0.0, 1.0, 2.0, 3.0]
+    assert np.shares_memory(again[0], held)  # (the bytes are the plan's: held is stale, as after any reset)
 
 
 def test_op_outputs_and_gradients_come_from_the_arena() -> None:
