@@ -361,7 +361,7 @@ def _unary_op(f: np.ufunc) -> Any:
         a = _current.get()
         if a is None and _threads[0] == 1 or not isinstance(x, np.ndarray):
             return f(x)
-        if _threads[0] == 1:
+        if a is not None and _threads[0] == 1:
             return f(x, out=a.empty(x.shape, x.dtype))
         if a is None:
             # threads only for floats, whose result keeps x's dtype (exp of ints is float64)
@@ -380,7 +380,7 @@ def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
         a = _current.get()
         if a is None and _threads[0] == 1:
             return f(x, y)  # the common case first: NumPy allocates (Tensors dispatch themselves)
-        if _threads[0] == 1:  # (so a is an arena) the usual operands, without working out dtypes
+        if a is not None and _threads[0] == 1:  # the usual operands, without working out dtypes
             if type(x) is np.ndarray:
                 if type(y) is np.ndarray and x.shape == y.shape and x.dtype is y.dtype \
                         or type(y) in _NUMBERS and x.dtype.kind == "f":
