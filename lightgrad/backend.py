@@ -846,3 +846,9 @@ def take_rows(x: Array, index: Array) -> Array:
     out = a.empty(index.shape + x.shape[1:], x.dtype)
     np.take(x, index, axis=0, out=out, mode="wrap")  # in range (checked): wrap only maps negatives,
     return out  # and unlike mode="raise" it writes straight into out without a buffer
+
+
+def matmul_into(x: Array, y: Array, out: Array) -> Array:
+    """``x @ y`` written into ``out`` (a C-contiguous block of a larger result): one BLAS call
+    per block lets a caller compute a product block by block while each block is in cache."""
+    return np.matmul(x, y, out=out)

@@ -154,6 +154,43 @@ def _cols_last(xp: np.ndarray, k: tuple[int, int], d: tuple[int, int], out_hw: t
     return cols
 
 
+# Bytes of columns per block of ``_cols_matmul``: a block must still be in cache (L2 here is 2 MiB
+# a core) when the product reads it back; 0.25-4 MiB measured, 1 MiB best
+_BLOCK_BYTES = 1 << 20
+
+
+def _cols_matmul(x: np.ndarray, last: bool, pads: tuple[int, int, int, int], k: tuple[int, int],
+                 d: tuple[int, int], out_hw: tuple[int, int], wm: np.ndarray) -> np.ndarray:
+    """``_cols_last(_padded_last(x, pads, last), ...) @ wm``, (N*Ho*Wo, O), for x (N, C, H, W)
+    or, when ``last``, (N, H, W, C): a few images at a time, each block padded, cut into columns
+    and multiplied in buffers reused from block to block, so that the product reads columns
+    still in cache instead of all of them written out to memory and read back. Measured on the
+    input gradient of a 64x16x14x14 -> 32 channel 3x3 convolution (columns 14 MB): its CNN
+    training step 15.9 -> 14.5 ms."""
+    n, h, w, c = x.shape if last else (x.shape[0], x.shape[2], x.shape[3], x.shape[1])
+    ho, wo = out_hw
+    kk = k[0] * k[1] * c
+    rows = ho * wo
+    nb = max(1, min(n, _BLOCK_BYTES // (rows * kk * x.itemsize)))
+    out = B.empty((n * rows, wm.shape[1]), x.dtype)
+    buf = B.empty((nb * rows, kk), x.dtype)
+    pt, pb, pl, pr = pads
+    xp = B.empty((nb, h + pt + pb, w + pl + pr, c), x.dtype)
+    for strip in (xp[:, :pt], xp[:, pt + h:], xp[:, pt:pt + h, :pl], xp[:, pt:pt + h, pl + w:]):
+        strip.fill(0)  # once: each block rewrites only the interior
+    inner = xp[:, pt:pt + h, pl:pl + w]
+    src = x if last else x.transpose(0, 2, 3, 1)
+    s0, s1, s2, s3 = xp.strides
+    win = B.as_strided(xp, (nb, ho, wo, k[0], k[1], c), (s0, s1, s2, s1 * d[0], s2 * d[1], s3), writeable=False)
+    dst = _split(buf, ((nb, ho, wo), (k[0], k[1], c)))  # views made once: a block is a slice of each
+    for n0 in range(0, n, nb):
+        m = min(nb, n - n0)
+        np.copyto(inner[:m], src[n0:n0 + m])
+        np.copyto(dst[:m], win[:m])
+        B.matmul_into(buf[:m * rows], wm, out[n0 * rows:(n0 + m) * rows])
+    return out
+
+
 def _to_first(y: np.ndarray, shape: tuple[int, int, int, int]) -> np.ndarray:
     """(N*H*W, C) channels-last rows as a contiguous (N, C, H, W) array."""
     n, c, h, w = shape
@@ -187,8 +224,9 @@ class ConvStride1(Fn.Conv2d):
     inner runs are C contiguous values (not a handful of W's as in NCHW), and each product is
     one 2-D GEMM. With few channels they are NCHW, (N, C*kh*kw + 1, Ho*Wo), whose product
     already is (N, O, Ho*Wo). The input gradient is the full convolution of the padded gradient
-    with the flipped kernel (channels-last im2col + one GEMM) instead of col2im's scatter-adds,
-    where C is large enough against O for that to pay. Inputs and outputs stay (N, C, H, W).
+    with the flipped kernel (channels-last im2col and GEMM, a block of images at a time) instead
+    of col2im's scatter-adds, where C is large enough against O for that to pay. Inputs and
+    outputs stay (N, C, H, W).
     Under create_graph it falls back to Conv2d's differentiable backward.
 
     Measured (64x16x14x14 input, 32 3x3 filters, float32): forward 2.8 -> 1.7 ms, backward
@@ -263,11 +301,11 @@ class ConvStride1(Fn.Conv2d):
             # flipped kernel: tap (i, j) of this full convolution is tap (kh-1-i, kw-1-j) of w
             reach = (d[0] * (kh - 1), d[1] * (kw - 1))
             gpads = (reach[0] - pads[0], reach[0] - pads[1], reach[1] - pads[2], reach[1] - pads[3])
-            gp = _padded_last(g, gpads) if gl is None else _padded_last(gl, gpads, last=True)
-            gcols = _cols_last(gp, k, d, (h, wd), 0)
             wf = B.empty((kh, kw, o, c), w.dtype)
             np.copyto(wf, w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
-            gx = _to_first(B.matmul(gcols, B.reshape(wf, (kh * kw * o, c))), x.shape)
+            wf2 = B.reshape(wf, (kh * kw * o, c))  # (kh*kw*O, C)
+            y = _cols_matmul(g if gl is None else gl, gl is not None, gpads, k, d, (h, wd), wf2)
+            gx = _to_first(y, x.shape)
         return gx, gw, gb
 
 
