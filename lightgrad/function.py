@@ -592,9 +592,11 @@ class Softmax(Function):
 
     def backward(self, g):
         y = self.saved[0]
+        if isinstance(g, np.ndarray) and g.shape == y.shape:
+            # y (g - sum(g y)): the sums by one dot-product pass (no g y temporary), then one fresh
+            # array updated in place (0.44 -> 0.32 ms on (16, 4, 64, 64) attention scores)
+            return (B.imul(B.subtract(g, B.dot_along(g, y, self.dim)), y),)
         gy = B.multiply(g, y)
-        if isinstance(gy, np.ndarray):  # fresh: the difference goes in place
-            return (B.isub(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
         return (B.subtract(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
 
 
@@ -1442,21 +1444,18 @@ class Linear(Function):
 
 class LayerNorm(Function):
     """(x - mean) / sqrt(var + eps) over the last ``k`` axes, times ``w`` plus ``b`` (either may
-    be None). One node instead of a dozen. Backward uses the saved normalised input and 1/std;
-    under create_graph it recomputes them from x with differentiable ops, so higher-order
-    gradients stay exact."""
+    be None). One node instead of a dozen. Backward uses the saved normalised input and 1/std,
+    and writes the input gradient over the normalised input (recomputed from x if a retained graph
+    is walked again); under create_graph it recomputes them from x with differentiable ops, so
+    higher-order gradients stay exact."""
 
     def forward(self, x, w, b, k, eps):
         self.axes = tuple(range(x.ndim - k, x.ndim))
         n = math.prod(x.shape[x.ndim - k:])
-        self.inv_n, self.eps = 1.0 / max(n, 1), eps
+        self.n, self.inv_n, self.eps = n, 1.0 / max(n, 1), eps
         # rows of n entries: row sums are matrix-vector products, row dot products einsums, and
         # the full-size temporaries are updated in place (two allocations instead of five)
-        x2 = B.reshape(x, (-1, n))
-        xc = B.subtract(x2, B.multiply(B.reduce(B.add, x2, (1,), True), self.inv_n))
-        var = B.multiply(B.rowdot(xc, xc), self.inv_n)
-        rstd = B.divide(1.0, B.sqrt(B.add(var, eps)))  # (N, 1)
-        xhat = B.imul(xc, rstd)
+        xhat, rstd = self._normalized(x, n)
         self.saved = (x, w, xhat, rstd)
         if w is None and b is None:
             return B.reshape(B.copy(xhat), x.shape)  # the saved xhat must not be the output
@@ -1465,9 +1464,19 @@ class LayerNorm(Function):
             B.iadd(out, B.reshape(b, (n,)))
         return B.reshape(out, x.shape)
 
+    def _normalized(self, x, n):
+        """(xhat, rstd): x as rows of n entries, normalised, and the rows' 1/std as (N, 1)."""
+        x2 = B.reshape(x, (-1, n))
+        xc = B.subtract(x2, B.multiply(B.reduce(B.add, x2, (1,), True), self.inv_n))
+        var = B.multiply(B.rowdot(xc, xc), self.inv_n)
+        rstd = B.divide(1.0, B.sqrt(B.add(var, self.eps)))
+        return B.imul(xc, rstd), rstd
+
     def backward(self, g):
         x, w, xhat, rstd = self.saved
         axes, inv_n = self.axes, self.inv_n
+        if xhat is None and not isinstance(g, Tensor):  # a second backward (retained graph): the first used xhat up
+            xhat, rstd = self._normalized(x, self.n)
         if isinstance(g, Tensor):  # create_graph: the statistics as differentiable functions of x
             xc = B.subtract(x, B.multiply(B.sum(x, axis=axes, keepdims=True), inv_n))
             var = B.multiply(B.sum(B.multiply(xc, xc), axis=axes, keepdims=True), inv_n)
@@ -1485,6 +1494,19 @@ class LayerNorm(Function):
         n = xhat.shape[1]
         g2 = B.reshape(g, (-1, n))
         gx = gw = gb = None
+        need = (self.needs(0), self.needs(1), self.needs(2))
+        if type(g2) is np.ndarray and g2.dtype == xhat.dtype:
+            # xhat is this node's own array, not needed after this: the input gradient is written
+            # over it, block by block in cache (a retained graph recomputes it from x)
+            if need[0]:
+                self.saved = (x, w, None, rstd)
+            gx, gw, gb = B.layer_norm_backward_(g2, xhat, rstd, None if w is None else B.reshape(w, (n,)), inv_n, need)
+            return (None if gx is None else B.reshape(gx, x.shape), None if gw is None else B.reshape(gw, w.shape),
+                    None if gb is None else B.reshape(gb, self.parents[2].shape))
+        if self.needs(1):
+            gw = B.reshape(B.coldot(g2, xhat), w.shape)
+        if self.needs(2):
+            gb = B.reshape(B.reduce(B.add, g2, (0,)), self.parents[2].shape)
         if self.needs(0):
             # gx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w, in one fresh array
             gy = B.multiply(g2, B.reshape(w, (n,))) if w is not None else B.copy(g2)
@@ -1494,10 +1516,6 @@ class LayerNorm(Function):
             B.isub(gy, m1)
             B.isub(gy, B.multiply(xhat, m2))
             gx = B.reshape(gy, x.shape)
-        if self.needs(1):
-            gw = B.reshape(B.coldot(g2, xhat), w.shape)
-        if self.needs(2):
-            gb = B.reshape(B.reduce(B.add, g2, (0,)), self.parents[2].shape)
         return gx, gw, gb
 
 
@@ -1591,7 +1609,14 @@ class Gelu(Function):
     def backward(self, g):
         x, d = self.saved
         if isinstance(g, Tensor):
-            d = _gelu_deriv(x, self.approximate)
+            return (B.multiply(g, _gelu_deriv(x, self.approximate)),)
+        if d is None:  # a second backward through a retained graph: the first used d up
+            d = B.gelu(x, self.approximate, True)[1]
+        elif type(g) is np.ndarray and g.shape == d.shape and g.dtype == d.dtype:
+            # d is this node's own array: the gradient is written into it (its memory is still
+            # warm from forward; a fresh array's is not), so d is gone after this
+            self.saved = (x, None)
+            return (B.imul(d, g),)
         return (B.multiply(g, d),)
 
 
