@@ -1592,7 +1592,8 @@ _PY_NUMBERS = (float, int)  # (not bool: True * a float tensor still goes throug
 # + and - read no operand, * and / by a Python number read only the number.
 _REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves; the operators test size first)
 _BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
-              and (3, 11) <= sys.version_info[:2] <= (3, 13) else None)
+              and (3, 11) <= sys.version_info[:2] <= (3, 13) and getattr(sys, "_is_gil_enabled", lambda: True)()
+              else None)  # (nor without the GIL, where another thread may take a reference meanwhile)
 
 
 def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:

@@ -132,3 +132,50 @@ def test_reuse_under_compile_replays_identically() -> None:
         got = compiled(x)
         want = step(x)
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def _random_expression(rng: np.random.Generator, leaves: list[lg.Tensor], depth: int) -> Callable[[], Any]:
+    """A random expression over the leaves with +, -, * and / (operands: leaves, Python numbers,
+    subexpressions; each as the left or the right operand), as a function that evaluates it."""
+    if depth == 0 or rng.random() < 0.2:
+        k = int(rng.integers(len(leaves) + 1))
+        if k == len(leaves):
+            c = float(rng.choice([0.5, 2.0, -1.5]))
+            return lambda: c
+        return lambda: leaves[k]
+    a, b = _random_expression(rng, leaves, depth - 1), _random_expression(rng, leaves, depth - 1)
+    op = ["+", "-", "*", "/"][int(rng.integers(4))]
+    if op == "+":
+        return lambda: a() + b()
+    if op == "-":
+        return lambda: a() - b()
+    if op == "*":
+        return lambda: a() * b()
+    return lambda: a() / (b() if not isinstance(b(), float) else 4.0)
+
+
+@reusing
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (a random denominator may be 0: both runs agree on inf)
+def test_random_expressions_give_the_same_values_and_gradients(seed: int, monkeypatch: Any) -> None:
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((N, N)).astype(np.float32) + 3 for _ in range(2)] + [
+        rng.standard_normal(N).astype(np.float32) + 3]
+
+    def run() -> tuple[np.ndarray, list[Any]]:
+        leaves = [lg.tensor(a, requires_grad=i != 1) for i, a in enumerate(arrays)]  # one constant
+        expr = _random_expression(np.random.default_rng(seed + 100), leaves, 4)
+        y = expr()
+        if not isinstance(y, lg.Tensor) or not y.requires_grad:
+            return np.asarray(y if not isinstance(y, lg.Tensor) else y.numpy()), []
+        y.sum().backward()
+        return y.detach().numpy(), [None if t.grad is None else t.grad.numpy() for t in leaves]
+
+    got, grads = run()
+    monkeypatch.setattr(T, "_BINARY_OP", None)
+    want, want_grads = run()
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(grads, want_grads):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_array_equal(g, w)
