@@ -474,6 +474,9 @@ class Sum(Function):
             return B.reduce(B.add, x, None, True).reshape(())
         return B.reduce(B.add, x, axes, keepdim)
 
+    def name(self) -> str:
+        return "SumBackward0" if self.axes is None else "SumBackward1"  # (PyTorch's: all, or over dims)
+
     def backward(self, g):
         shape = self.shape
         if isinstance(g, np.generic):  # (a 0-d quotient, as a mean's, comes back as a NumPy scalar)

@@ -187,6 +187,14 @@ def test_next_functions_name_nodes_and_leaves_like_torch() -> None:
     assert names[0] == names[1]
 
 
+def test_grad_fn_names_of_sums_are_torch_s() -> None:
+    names = []
+    for T in (torch, lg):
+        x = T.ones(2, 3, requires_grad=True)
+        names.append([y.grad_fn.name() for y in (x.sum(), x.sum(0), x.sum((0, 1)), x.sum(1, keepdim=True))])
+    assert names[0] == names[1]
+
+
 def test_backward_of_several_outputs_where_one_feeds_another() -> None:
     res = []
     for T in (torch, lg):
