@@ -447,7 +447,7 @@ class Tensor:
         return _binary(F.Sub, o, self)
 
     def __mul__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN:
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
             out = _reusable(self, o, False)
             if out is not None:
                 return F.Mul.apply(self, o, out=out)
@@ -461,7 +461,7 @@ class Tensor:
         return _binary(F.Mul, o, self)
 
     def __truediv__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN:
+        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
             out = _reusable(self, o, False)
             if out is not None:
                 return F.Div.apply(self, o, out=out)
@@ -1589,7 +1589,8 @@ _PY_NUMBERS = (float, int)  # (not bool: True * a float tensor still goes throug
 # temporary when the interpreter's stack holds its only reference (counts measured on CPython 3.11-3.13;
 # 3.14 may lend stack references without counting them, so elsewhere nothing is reused), its array
 # has no other reference and owns its memory (no views of it anywhere), and no backward reads it:
-# + and - read no operand, * and / by a Python number read only the number.
+# + and - read no operand, * and / by a Python number read only the number, and no backward runs
+# for * and / between tensors when no graph is recorded.
 _REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves; the operators test size first)
 _BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
               and (3, 11) <= sys.version_info[:2] <= (3, 13) and getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -1599,13 +1600,14 @@ _BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
 def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
     """The array of an operand of ``t op o`` (t: the operator's self, which has checked that one is
     large) that may take the result (see above), or None. ``tensors``: whether that may be a
-    Tensor's when ``o`` is one (+ and -); else ``o`` must be a Python number."""
+    Tensor's when ``o`` is one (+ and -); * and / take a Tensor's only when no graph is recorded
+    (their backward reads the factors), else ``o`` must be a Python number."""
     if _BINARY_OP is None:
         return None
     d = t._data
     if isinstance(o, Tensor):
         od = o._data
-        if not tensors or od.dtype != d.dtype:
+        if od.dtype != d.dtype or not tensors and (t.requires_grad or o.requires_grad) and _enabled.get():
             return None
         # t's array if the result has t's shape, else o's if it has o's
         if _fits(od.shape, d.shape) and _lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3:

@@ -50,6 +50,9 @@ CASES: list[tuple[str, Callable[[Any, Any, Any], Any], bool]] = [
     ("temp_plus_row", lambda x, w, b: x * w + b[0], True),
     ("row_temp_plus_matrix", lambda x, w, b: w[0] * 2.0 + b, False),  # the result is not the row's shape
     ("temp_times_tensor", lambda x, w, b: (x * w) * b, False),  # Mul saves both factors
+    ("temp_over_tensor", lambda x, w, b: (x * w) / b, False),
+    ("constants_temp_times_tensor", lambda x, w, b: (x * 2.0) * x, True),  # no graph: nothing saved
+    ("constants_tensor_over_temp", lambda x, w, b: x / (x + 1.0), True),
     ("saved_output_plus", lambda x, w, b: (x * w).exp() + b, False),  # exp's backward reads its output
     ("leaf_plus", lambda x, w, b: lg.ones(N, N, requires_grad=True) + b, False),
     ("small_temp_plus", lambda x, w, b: x[:100, :100] * w[:100, :100] + b[:100, :100], False),
@@ -63,11 +66,13 @@ def test_reuse_decision_and_identical_results(name: str, fn: Callable[..., Any],
     x, w, b = _leaves()
     y = fn(x, w, b)
     assert lent[-1] is reuses
-    y.sum().backward()
+    if y.requires_grad:
+        y.sum().backward()
     monkeypatch.setattr(T, "_BINARY_OP", None)  # reuse off: the plain path
     x2, w2, b2 = _leaves()
     y2 = fn(x2, w2, b2)
-    y2.sum().backward()
+    if y2.requires_grad:
+        y2.sum().backward()
     assert lent[-1] is False
     np.testing.assert_array_equal(y.numpy(force=True) if y.requires_grad else y.numpy(), y2.detach().numpy())
     for p, q in ((w, w2), (b, b2)):
@@ -75,6 +80,17 @@ def test_reuse_decision_and_identical_results(name: str, fn: Callable[..., Any],
             assert p.grad is None
         else:
             np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+@reusing
+def test_products_of_tensors_reuse_only_without_a_graph(lent: list[bool]) -> None:
+    x, w, b = _leaves()
+    with lg.no_grad():
+        y = (x * w) * b
+    assert lent[-1] is True
+    np.testing.assert_array_equal(y.numpy(), XA * WA * BA)
+    y = (x * w) * b  # recorded: Mul's backward reads both factors
+    assert lent[-1] is False and y.requires_grad
 
 
 @reusing
