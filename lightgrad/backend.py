@@ -532,11 +532,7 @@ def layer_norm_backward_(g: Array, xhat: Array, rstd: Array, w: Array | None, in
     dt = xhat.dtype
     tmp = empty((rows, n), dt)
     m1, m2 = empty((rows, 1), dt), empty((rows, 1), dt)
-    ones = _ONES.get(dt) if n <= _GEMV_MAX and rows <= _GEMV_MAX else None
-    if ones is None:
-        ones = np.ones(max(n, rows, _GEMV_MAX), dt)
-        if n <= _GEMV_MAX and rows <= _GEMV_MAX:
-            _ONES[dt] = ones
+    ones = _ones(max(n, rows), dt)
     gw: Any = None
     gb: Any = None
     col: Any = None
@@ -589,13 +585,6 @@ def dot_along(x: Array, y: Array, axis: int) -> Array:
     out = empty(shape[:axis] + (1,) + shape[axis + 1:], np.result_type(x, y))
     np.einsum(f"{letters[nd - x.ndim:]},{letters[nd - y.ndim:]}->{letters.replace(letters[axis], '')}", x, y,
               out=out.reshape(shape[:axis] + shape[axis + 1:]))
-    return out
-
-
-def coldot(x: Array, y: Array) -> Array:
-    """Column-wise dot products of two (N, n) arrays, as (n,): one pass, no temporary."""
-    out = empty((x.shape[1],), np.result_type(x, y))
-    np.einsum("ij,ij->j", x, y, out=out)
     return out
 
 
@@ -786,6 +775,14 @@ _GEMV_MIN = 2048  # smaller sums: NumPy's reduction (0.8-3 us) beats the ~4.5 us
 _GEMV_FULL_MIN = 1 << 16  # full sums of this many entries or more go by rows through BLAS
 
 
+def _ones(n: int, dt: Any) -> np.ndarray:
+    """n ones of dtype ``dt`` (not to be written): a slice of the cached vector, or fresh beyond its length."""
+    ones = _ONES.get(dt)
+    if ones is None:
+        ones = _ONES[dt] = np.ones(_GEMV_MAX, dt)
+    return ones[:n] if n <= _GEMV_MAX else np.ones(n, dt)
+
+
 def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) -> Array | None:
     """A float sum over the leading or the trailing axes of a contiguous array, as one BLAS
     matrix-vector product with a vector of ones: 3-6x faster than NumPy's reduction, whose
@@ -806,10 +803,7 @@ def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) 
     n = math.prod(shape[:k]) if lead else math.prod(shape[nd - k:])
     if n > _GEMV_MAX or n < 2 or x.size == 0:
         return None
-    ones = _ONES.get(x.dtype)
-    if ones is None:
-        ones = _ONES[x.dtype] = np.ones(_GEMV_MAX, x.dtype)
-    ones = ones[:n]
+    ones = _ones(n, x.dtype)
     out = empty(_reduced(shape, tuple(ax), keepdims), x.dtype)
     flat = out.reshape(-1)
     if lead:

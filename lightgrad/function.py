@@ -1496,30 +1496,16 @@ class LayerNorm(Function):
             return gx, gw, (g if self.needs(2) else None)
         n = xhat.shape[1]
         g2 = B.reshape(g, (-1, n))
-        gx = gw = gb = None
+        if g2.dtype != xhat.dtype:  # (a gradient handed in another dtype: computed in the input's, as PyTorch)
+            g2 = B.cast(g2, xhat.dtype)
         need = (self.needs(0), self.needs(1), self.needs(2))
-        if type(g2) is np.ndarray and g2.dtype == xhat.dtype:
+        if need[0]:
             # xhat is this node's own array, not needed after this: the input gradient is written
             # over it, block by block in cache (a retained graph recomputes it from x)
-            if need[0]:
-                self.saved = (x, w, None, rstd)
-            gx, gw, gb = B.layer_norm_backward_(g2, xhat, rstd, None if w is None else B.reshape(w, (n,)), inv_n, need)
-            return (None if gx is None else B.reshape(gx, x.shape), None if gw is None else B.reshape(gw, w.shape),
-                    None if gb is None else B.reshape(gb, self.parents[2].shape))
-        if self.needs(1):
-            gw = B.reshape(B.coldot(g2, xhat), w.shape)
-        if self.needs(2):
-            gb = B.reshape(B.reduce(B.add, g2, (0,)), self.parents[2].shape)
-        if self.needs(0):
-            # gx = rstd (gy - mean(gy) - xhat mean(gy xhat)), gy = g w, in one fresh array
-            gy = B.multiply(g2, B.reshape(w, (n,))) if w is not None else B.copy(g2)
-            m1 = B.multiply(B.multiply(B.reduce(B.add, gy, (1,), True), inv_n), rstd)
-            m2 = B.multiply(B.multiply(B.rowdot(gy, xhat), inv_n), rstd)
-            B.imul(gy, rstd)
-            B.isub(gy, m1)
-            B.isub(gy, B.multiply(xhat, m2))
-            gx = B.reshape(gy, x.shape)
-        return gx, gw, gb
+            self.saved = (x, w, None, rstd)
+        gx, gw, gb = B.layer_norm_backward_(g2, xhat, rstd, None if w is None else B.reshape(w, (n,)), inv_n, need)
+        return (None if gx is None else B.reshape(gx, x.shape), None if gw is None else B.reshape(gw, w.shape),
+                None if gb is None else B.reshape(gb, self.parents[2].shape))
 
 
 class NllLoss(Function):

@@ -426,7 +426,7 @@ class Tensor:
         return _binary(F.Add, self, o)
 
     def __radd__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._data.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Add.apply(o, self, out=out)
@@ -440,7 +440,7 @@ class Tensor:
         return _binary(F.Sub, self, o)
 
     def __rsub__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._data.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Sub.apply(o, self, out=out)
@@ -1610,21 +1610,17 @@ def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
         if od.dtype != d.dtype or not tensors and (t.requires_grad or o.requires_grad) and _enabled.get():
             return None
         # t's array if the result has t's shape, else o's if it has o's
-        if _fits(od.shape, d.shape) and _lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3:
+        if _fits(od.shape, d.shape) and _lent(t, d):
             a = d
-        elif _fits(d.shape, od.shape) and _lendable(o, od) and sys.getrefcount(o) == 4 and sys.getrefcount(od) == 3:
+        elif _fits(d.shape, od.shape) and _lent(o, od):
             a = od
         else:
             return None
-    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f":
-        if not (_lendable(t, d) and sys.getrefcount(t) == 4 and sys.getrefcount(d) == 3):
-            return None
+    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f" and _lent(t, d):
         a = d
     else:
         return None
-    # (the counts: the interpreter's stack, the operator's parameter, ours, getrefcount's argument;
-    # for the array: the Tensor's slot, our local, the argument.) Called by the interpreter's operator?
-    f = sys._getframe(2)
+    f = sys._getframe(2)  # called by the interpreter's operator?
     return a if f.f_code.co_code[f.f_lasti] == _BINARY_OP else None
 
 
@@ -1633,10 +1629,14 @@ def _fits(small: tuple[builtins.int, ...], big: tuple[builtins.int, ...]) -> bui
     return small == big or (len(small) <= len(big) and all(m == n or m == 1 for m, n in zip(reversed(small), reversed(big))))
 
 
-def _lendable(t: Tensor, a: np.ndarray) -> builtins.bool:
-    """Whether t's array could take a result: it owns its memory (views of it would hold a reference),
-    is writeable, is not arena storage, and t is not a leaf that requires grad."""
-    return a.base is None and a.flags.writeable and t._mem is None and not (t.requires_grad and t._grad_fn is None)
+def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
+    """Whether operand x's array ``a`` may take the result: it owns its memory (views of it would
+    hold a reference), is writeable, is not arena storage, x is not a leaf that requires grad, and
+    nothing but the expression holds x or a."""
+    # references to x: the interpreter's stack, the operator's parameter, _reusable's, ours and
+    # getrefcount's argument; to a: x's slot, _reusable's local, ours and the argument
+    return (a.base is None and a.flags.writeable and x._mem is None and not (x.requires_grad and x._grad_fn is None)
+            and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4)
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:

@@ -608,6 +608,13 @@ def _open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
+def _previous_checkpoint(tmp_path: Path) -> tuple[Path, bytes, set[str]]:
+    """A small checkpoint already on disk, its bytes, and the open descriptors before a save over it."""
+    path = tmp_path / "ckpt.safetensors"
+    lightgrad.save({"w": lightgrad.ones(1000)}, path)
+    return path, path.read_bytes(), _open_fds()
+
+
 def _assert_untouched(path: Path, before: bytes, fds: set[str]) -> None:
     """After a failed save: the previous checkpoint as it was, and nothing of the save left over."""
     assert path.read_bytes() == before
@@ -620,9 +627,7 @@ def _assert_untouched(path: Path, before: bytes, fds: set[str]) -> None:
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_failed_streamed_save_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                 streamed: None) -> None:
-    path = tmp_path / "ckpt.safetensors"
-    lightgrad.save({"w": lightgrad.ones(1000)}, path)
-    before, fds = path.read_bytes(), _open_fds()
+    path, before, fds = _previous_checkpoint(tmp_path)
     real, calls = S._pwrite_all, []
 
     def fail_midway(fd: int, buf: np.ndarray, offset: int) -> None:
@@ -659,9 +664,7 @@ def test_streamed_save_waits_for_free_buffers(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 def test_failed_copy_task_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                             streamed: None) -> None:
-    path = tmp_path / "ckpt.safetensors"
-    lightgrad.save({"w": lightgrad.ones(1000)}, path)
-    before, fds = path.read_bytes(), _open_fds()
+    path, before, fds = _previous_checkpoint(tmp_path)
     real, calls = S._Ring.filled, []
 
     def fail_midway(ring: Any, k: int) -> None:
