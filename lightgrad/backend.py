@@ -510,6 +510,27 @@ def iadd(x: Array, y: Array) -> Array:
     return _ufunc_into(np.add, (x, y), x)
 
 
+_AXPY_CHUNK = 1 << 16  # entries per chunk of axpy_: its product (256 KB of float32) stays in cache
+
+
+def axpy_(y: Array, x: Array, alpha: float) -> Array:
+    """``y += alpha * x`` in place (one shape and dtype; a manual SGD step's ``p.add_(g, alpha=-lr)``)
+    by chunks, each product added while it is still in cache: a third faster on large arrays than a
+    full-size product and a sum over it, with the same values."""
+    n = y.size
+    if (n <= _AXPY_CHUNK or _threads[0] > 1 or not (y.flags.c_contiguous and x.flags.c_contiguous)
+            or np.may_share_memory(x, y)):  # (overlap: the product must be whole before y changes)
+        return iadd(y, multiply(x, alpha))
+    yf, xf = y.reshape(-1), x.reshape(-1)
+    scratch = empty((_AXPY_CHUNK,), y.dtype)
+    for i in range(0, n, _AXPY_CHUNK):
+        j = min(i + _AXPY_CHUNK, n)
+        t = scratch if j - i == _AXPY_CHUNK else scratch[:j - i]
+        np.multiply(xf[i:j], alpha, out=t)
+        np.add(yf[i:j], t, out=yf[i:j])
+    return y
+
+
 def isub(x: Array, y: Array) -> Array:
     """``x -= y`` in place; returns x."""
     return _ufunc_into(np.subtract, (x, y), x)

@@ -1299,7 +1299,10 @@ class Tensor:
         for m in (self._mem, other._mem):
             if m is not None and not m[0]:
                 raise reclaimed_error(m)
-        B.iadd(d, o if alpha == 1 else B.multiply(o, alpha))
+        if alpha == 1:
+            B.iadd(d, o)
+        else:
+            B.axpy_(d, o, alpha)
         _bump(self)
         return True
 

@@ -307,3 +307,29 @@ def test_lstm_of_an_empty_sequence_raises_like_torch() -> None:
     for T in (torch, lg):
         with pytest.raises(RuntimeError, match="sequence length to be larger than 0"):
             T.nn.LSTM(3, 4)(T.zeros(0, 2, 3))
+
+
+@pytest.mark.parametrize("n", [5, B._AXPY_CHUNK, B._AXPY_CHUNK + 1, 3 * B._AXPY_CHUNK + 17])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_add_alpha_in_place_by_chunks_gives_the_full_size_values(n: int, dtype: Any) -> None:
+    rng = np.random.default_rng(n)
+    p0, g0 = rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype)
+    p, g = lg.tensor(p0.reshape(-1, 1) if n % 2 else p0), lg.tensor(g0.reshape(p0.shape if not n % 2 else (-1, 1)))
+    p.add_(g, alpha=-0.37)
+    # the product rounded to the dtype first, then the sum: what the one-pass-per-op NumPy gives
+    expected = p0 + (g0 * dtype(-0.37)).astype(dtype)
+    np.testing.assert_array_equal(p.numpy().reshape(-1), expected)
+
+
+def test_add_alpha_in_place_on_overlapping_and_strided_views() -> None:
+    n = B._AXPY_CHUNK * 2 + 3
+    base = np.arange(n + 1, dtype=np.float32)
+    a = lg.from_numpy(base.copy())
+    a[1:].add_(a[:-1], alpha=2.0)  # overlapping: the product of the old values, as NumPy computes it
+    ref = base.copy()
+    ref[1:] += 2.0 * base[:-1]
+    np.testing.assert_array_equal(a.numpy(), ref)
+    m = lg.from_numpy(np.ones((n, 2), np.float32))
+    m[:, 0].add_(lg.ones(n), alpha=3.0)  # a strided view: in place through the view
+    np.testing.assert_array_equal(m.numpy()[:, 0], np.full(n, 4, np.float32))
+    np.testing.assert_array_equal(m.numpy()[:, 1], np.ones(n, np.float32))
