@@ -490,6 +490,20 @@ class Sum(Function):
         return (B.expand(g, shape),)
 
 
+class Mean(Sum):
+    """The sum over axes divided by their count ``n``, as PyTorch computes a mean; one node."""
+
+    def forward(self, x, axes, keepdim, n):
+        self.n = n
+        return B.divide(Sum.forward(self, x, axes, keepdim), n)
+
+    def name(self) -> str:
+        return "MeanBackward0" if self.axes is None else "MeanBackward1"
+
+    def backward(self, g):
+        return Sum.backward(self, B.divide(g, self.n))
+
+
 class Amax(Function):
     """max/min over axes; the gradient is shared evenly among tied extremes (PyTorch's amax)."""
 

@@ -781,7 +781,9 @@ class Tensor:
                                f"floating point or complex dtype. Got: {x.dtype.name.capitalize()}")
         axes = _dims(dim, x.ndim)
         n = x.numel() if axes is None else math.prod(x.shape[a] for a in axes)
-        return x.sum(dim, keepdim) / n if n else x.sum(dim, keepdim) * float("nan")
+        if not n:
+            return x.sum(dim, keepdim) * float("nan")
+        return F.Mean.apply(x, None if dim is None else _dims(dim, x._data.ndim), keepdim, n)
 
     def var(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
             correction: builtins.float | None = None) -> Tensor:
@@ -791,7 +793,7 @@ class Tensor:
         c = correction if correction is not None else (1 if unbiased is None or unbiased else 0)
         axes = _dims(dim, self.ndim)
         n = self.numel() if axes is None else math.prod(self.shape[a] for a in axes)
-        d = self - self.mean(dim, keepdim=True).detach() if False else self - self.mean(dim, keepdim=True)
+        d = self - self.mean(dim, keepdim=True)
         return (d * d).sum(dim, keepdim) / max(n - c, 0)
 
     def std(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,

@@ -187,11 +187,12 @@ def test_next_functions_name_nodes_and_leaves_like_torch() -> None:
     assert names[0] == names[1]
 
 
-def test_grad_fn_names_of_sums_are_torch_s() -> None:
+def test_grad_fn_names_of_sums_and_means_are_torch_s() -> None:
     names = []
     for T in (torch, lg):
         x = T.ones(2, 3, requires_grad=True)
-        names.append([y.grad_fn.name() for y in (x.sum(), x.sum(0), x.sum((0, 1)), x.sum(1, keepdim=True))])
+        names.append([y.grad_fn.name() for y in (x.sum(), x.sum(0), x.sum((0, 1)), x.sum(1, keepdim=True),
+                                                 x.mean(), x.mean(0), x.mean((0, 1)), x.mean(-1, keepdim=True))])
     assert names[0] == names[1]
 
 
@@ -333,3 +334,18 @@ def test_add_alpha_in_place_on_overlapping_and_strided_views() -> None:
     m[:, 0].add_(lg.ones(n), alpha=3.0)  # a strided view: in place through the view
     np.testing.assert_array_equal(m.numpy()[:, 0], np.full(n, 4, np.float32))
     np.testing.assert_array_equal(m.numpy()[:, 1], np.ones(n, np.float32))
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), ((0, 1), True), (-1, True)])
+def test_mean_to_second_order_matches_torch(dim: Any, keepdim: bool) -> None:
+    x0 = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float64)
+    grads = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        m = x.mean() if dim is None else x.mean(dim, keepdim=keepdim)
+        f = (m * m * m).sum() + (x * x).mean()
+        (g,) = T.autograd.grad(f, x, create_graph=True)
+        (g * g).sum().backward()
+        grads.append((g.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-12)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12)
