@@ -23,6 +23,10 @@ from .random import (Generator, bernoulli, default_generator, get_rng_state, ini
 from .tensor import (Size, Tensor, arange, as_tensor, cat, concat, concatenate, einsum, empty,
                      empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace, logspace,
                      ones, ones_like, stack, tensor, where, zeros, zeros_like)
+from .tensor import bucketize, isin, return_types, searchsorted, std_mean, var_mean
+from .tensor import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, column_stack, tensordot,
+                     tril_indices, triu_indices)
+from . import linalg
 
 __version__ = "0.1.0"
 
@@ -47,7 +51,9 @@ _METHODS = (
     "squeeze unsqueeze permute transpose swapaxes swapdims t movedim moveaxis broadcast_to "
     "repeat_interleave split chunk tensor_split unbind narrow flip fliplr flipud roll tril triu "
     "diagonal diag trace gather take_along_dim scatter scatter_add index_select masked_select "
-    "nonzero matmul mm bmm mv dot inner outer ger clone detach numel index_put"
+    "nonzero matmul mm bmm mv dot inner outer ger clone detach numel index_put "
+    "sort argsort msort topk kthvalue median nanmedian mode cumprod cummax cummin logcumsumexp nansum nanmean aminmax index_add index_copy index_fill scatter_reduce take put unique unique_consecutive bincount histc"
+    " asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 erfc erfinv lgamma digamma logit xlogy logaddexp logaddexp2 hypot nan_to_num fmax fmin copysign signbit isneginf isposinf positive float_power heaviside sinc deg2rad rad2deg fix addmm addmv addbmm baddbmm addr addcmul addcdiv tile ravel diff kron vdot cross rot90 hsplit vsplit dsplit diag_embed diagflat is_nonzero is_same_size is_signed inverse det logdet slogdet matrix_power cholesky"
 ).split()
 
 

@@ -950,3 +950,374 @@ def matmul_into(x: Array, y: Array, out: Array) -> Array:
     """``x @ y`` written into ``out`` (a C-contiguous block of a larger result): one BLAS call
     per block lets a caller compute a product block by block while each block is in cache."""
     return np.matmul(x, y, out=out)
+
+
+# ---- sorting and searching -----------------------------------------------------------------------
+# Index computations over raw arrays (no graph): tensor.py takes the values with a differentiable
+# gather, so these ops need no backward of their own. Indices are int64, as PyTorch's. NaN sorts as
+# the largest value (NumPy's order too).
+
+def _arange_along(n: int, axis: int, ndim: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = n
+    return np.arange(n, dtype=np.int64).reshape(shape)
+
+
+def sort_indices(x: Array, axis: int, descending: bool = False) -> Array:
+    """A stable argsort along ``axis``; descending keeps equal elements in their original order."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+    # the ascending stable order of the reversed array, reversed: ties stay first-come first
+    n = x.shape[axis]
+    r = np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+    return (n - 1 - r).astype(np.int64, copy=False)
+
+
+def topk_indices(x: Array, k: int, axis: int, largest: bool) -> Array:
+    """Indices of the k largest (smallest) along ``axis``, in order; a partition first when k is
+    small (O(n) instead of a full sort)."""
+    n = x.shape[axis]
+    lead = (slice(None),) * axis
+    if 4 * k >= n:
+        return sort_indices(x, axis, largest)[lead + (slice(0, k),)]
+    part = np.argpartition(x, n - k if largest else k - 1, axis=axis)
+    part = part[lead + ((slice(n - k, None) if largest else slice(0, k)),)]
+    order = sort_indices(np.take_along_axis(x, part, axis), axis, largest)
+    return np.take_along_axis(part, order, axis).astype(np.int64, copy=False)
+
+
+def _isnan(x: Array) -> Array:
+    return np.isnan(x) if x.dtype.kind == "f" else np.zeros(x.shape, bool)
+
+
+def median_indices(x: Array, axis: int, ignore_nan: bool) -> Array:
+    """Index (keepdims) of the lower median along ``axis``; a NaN's (the first) when NaNs count."""
+    order = sort_indices(x, axis)
+    nan = _isnan(x)
+    n = x.shape[axis]
+    if ignore_nan:
+        pos = (np.maximum(n - nan.sum(axis, keepdims=True), 1) - 1) // 2  # all NaN: the first one
+    else:
+        pos = np.full(_reduced(x.shape, (axis,), True), (n - 1) // 2, np.int64)
+    idx = np.take_along_axis(order, pos.astype(np.int64), axis)
+    if not ignore_nan and nan.any():
+        idx = np.where(nan.any(axis, keepdims=True), np.argmax(nan, axis, keepdims=True), idx)
+    return idx
+
+
+def mode_indices(x: Array, axis: int) -> Array:
+    """Index (keepdims) of the most frequent value along ``axis``: the smallest such value, at its
+    last occurrence, as PyTorch's mode."""
+    order = sort_indices(x, axis)
+    s = np.take_along_axis(x, order, axis)
+    n = x.shape[axis]
+    pos = _arange_along(n, axis, x.ndim)
+    first = np.ones(s.shape, bool)
+    lead = [slice(None)] * x.ndim
+    lead[axis] = slice(1, None)
+    tail = list(lead)
+    tail[axis] = slice(None, -1)
+    first[tuple(lead)] = s[tuple(lead)] != s[tuple(tail)]
+    start = np.maximum.accumulate(np.where(first, pos, 0), axis)
+    # the run length reaches its maximum first at the end of the smallest most-frequent value's run,
+    # whose last element (stable order) is the value's last occurrence
+    j = np.argmax(pos - start, axis, keepdims=True)
+    return np.take_along_axis(order, j, axis)
+
+
+def cumext_indices(x: Array, axis: int, largest: bool) -> Array:
+    """Indices of the running max (min) along ``axis``: the latest position holding it (NaN wins)."""
+    run = (np.maximum if largest else np.minimum).accumulate(x, axis)
+    hit = (x == run) | (_isnan(x) & _isnan(run))
+    pos = np.where(hit, _arange_along(x.shape[axis], axis, x.ndim), 0)
+    return np.maximum.accumulate(pos, axis)
+
+
+def cumprod_grad(x: Array, out: Array, g: Any, axis: int) -> Any:
+    """Gradient of ``cumprod`` along ``axis``, exact when x holds zeros (no division by one).
+
+    With z the first zero of a slice: before z it is rev_cumsum(g * out) / x; at z it is
+    prod(x[:z]) * sum_{j >= z} g[j] prod(x[z+1..j]); after z it is 0. g may be a Tensor
+    (create_graph): every call on it here dispatches to a differentiable op.
+    """
+    n = x.shape[axis]
+    xa = np.asarray(x)  # (the masks need no graph)
+    pos = _arange_along(n, axis, x.ndim)
+    zero = xa == 0
+    if n == 0:
+        return np.multiply(g, 0)
+    z = np.where(zero.any(axis, keepdims=True), np.argmax(zero, axis, keepdims=True), n)
+    before = pos < z
+    rev = np.flip(np.cumsum(np.flip(np.multiply(g, out), axis), axis), axis)
+    head = np.where(before, np.true_divide(rev, np.where(before, x, 1)), 0)
+    if not zero.any():
+        return head
+    lead = np.prod(np.where(before, x, 1), axis, keepdims=True)
+    after = np.cumprod(np.where(pos <= z, 1, x), axis)
+    at = np.multiply(lead, np.sum(np.where(pos >= z, np.multiply(g, after), 0), axis, keepdims=True))
+    return np.add(head, np.where(pos == z, at, 0))
+
+
+def logcumsumexp(x: Array, axis: int) -> Array:
+    """log(cumsum(exp(x))) along ``axis``, stably (pairwise logaddexp)."""
+    with np.errstate(invalid="ignore"):  # (NaN inputs give NaN, as in PyTorch)
+        return np.logaddexp.accumulate(x, axis)
+
+
+def logcumsumexp_grad(x: Array, out: Array, g: Any, axis: int, scan: Any = None) -> Any:
+    """Gradient of logcumsumexp: exp(x_k) sum_{j>=k} g_j exp(-out_j), in log space, the positive
+    and negative parts of g apart (each a reversed logcumsumexp), so nothing overflows. With
+    create_graph the arguments are Tensors and ``scan`` is their (differentiable) logcumsumexp."""
+    def rev(a: Any) -> Any:
+        if scan is not None:
+            return np.flip(scan(np.flip(a, axis)), axis)
+        return np.flip(np.logaddexp.accumulate(np.flip(a, axis), axis), axis)
+
+    # log v where pos, else the lowest finite number (as PyTorch: -inf - -inf would give NaN); the
+    # inner where keeps log's gradient finite where masked
+    lowest = float(np.finfo(np.asarray(out).dtype).min)
+
+    def log_part(pos: Any, v: Any) -> Any:
+        return np.where(pos, np.log(np.where(pos, v, 1.0)), lowest)
+
+    # (-inf inputs give NaN gradients, as in PyTorch)
+    with np.errstate(invalid="ignore"):
+        lp = np.subtract(log_part(g > 0, g), out)
+        ln = np.subtract(log_part(g < 0, np.negative(g)), out)
+        return np.subtract(np.exp(np.add(x, rev(lp))), np.exp(np.add(x, rev(ln))))
+
+
+def scatter_extreme(x: Array, index: Array, src: Array, axis: int, reduce: str, include_self: bool) -> Array:
+    """scatter_reduce's values for "amax", "amin" and "prod": a copy of x with src folded in at
+    ``index`` along ``axis`` (positions addressed start from the identity when not include_self)."""
+    f = {"amax": np.maximum, "amin": np.minimum, "prod": np.multiply}[reduce]
+    out = x.copy()
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[axis] = index
+    at = tuple(grids)
+    if not include_self:
+        if reduce == "prod":
+            ident: Any = 1
+        elif out.dtype.kind == "f":
+            ident = -np.inf if reduce == "amax" else np.inf
+        else:
+            info = np.iinfo(out.dtype) if out.dtype.kind in "iu" else None
+            ident = (info.min if reduce == "amax" else info.max) if info else reduce == "amin"
+        out[at] = ident
+    f.at(out, at, src[tuple(slice(0, n) for n in index.shape)])
+    return out
+
+
+isin = np.isin
+searchsorted_1d = np.searchsorted
+histogram = np.histogram
+
+
+def unique(x: Array, axis: int | None) -> tuple[Array, Array, Array]:
+    """Sorted unique values (or slices along ``axis``), the inverse (int64, shaped as PyTorch's) and
+    the counts."""
+    # (each NaN is its own value, as in PyTorch)
+    u, inv, cnt = np.unique(x, return_inverse=True, return_counts=True, axis=axis, equal_nan=False)
+    inv = inv.reshape(x.shape if axis is None else (x.shape[axis],))
+    return u, inv.astype(np.int64), cnt.astype(np.int64)
+
+
+def unique_consecutive(x: Array, axis: int | None) -> tuple[Array, Array, Array]:
+    """Collapse runs of equal consecutive values (slices along ``axis``): values, inverse, counts."""
+    a = x.reshape(-1) if axis is None else np.moveaxis(x, axis, 0)
+    n = a.shape[0]
+    new = np.ones(n, bool)
+    if n > 1:
+        diff = a[1:] != a[:-1]
+        new[1:] = diff.reshape(n - 1, -1).any(1)
+    inv = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    cnt = np.diff(np.append(starts, n))
+    u = a[starts]
+    if axis is not None:
+        u = np.moveaxis(u, 0, axis)
+    return u, inv.reshape(x.shape if axis is None else (n,)).astype(np.int64), cnt.astype(np.int64)
+
+
+def searchsorted(seq: Array, values: Array, right: bool) -> Array:
+    """Insertion points of ``values`` in ``seq`` (1-D, or rows matching values' leading dims)."""
+    side: Any = "right" if right else "left"
+    if seq.ndim == 1:
+        return np.searchsorted(seq, values, side=side).astype(np.int64)
+    s2, v2 = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
+    out = np.stack([np.searchsorted(s, v, side=side) for s, v in zip(s2, v2)]) if len(s2) else v2.astype(np.int64)
+    return out.reshape(values.shape).astype(np.int64)
+
+
+def bincount(x: Array, weights: Array | None, minlength: int) -> Array:
+    return np.bincount(x, weights, minlength)
+
+
+# ---- more math (compat) --------------------------------------------------------------------------
+# Inverse trigonometric and hyperbolic functions, NaN-aware binary ops, and the special functions
+# NumPy has no ufunc for (erfc, erfinv, lgamma, digamma, trigamma), computed in float64 to ~1e-15.
+
+arcsin, arccos, arctan, arcsinh, arccosh, arctanh = (
+    _unary_op(f) for f in (np.arcsin, np.arccos, np.arctan, np.arcsinh, np.arccosh, np.arctanh))
+arctan2, hypot, copysign, fmax, fmin, logaddexp, logaddexp2 = (
+    _binary_op(f) for f in (np.arctan2, np.hypot, np.copysign, np.fmax, np.fmin, np.logaddexp, np.logaddexp2))
+signbit = np.signbit
+nan_to_num = np.nan_to_num
+isneginf, isposinf = np.isneginf, np.isposinf
+tril_indices, triu_indices = np.tril_indices, np.triu_indices
+heaviside = np.heaviside
+finfo = np.finfo
+
+_erfc1 = np.frompyfunc(math.erfc, 1, 1)
+
+
+def _in_f64(f: Any, x: Array) -> Array:
+    """``f`` computed in float64 and returned in x's (float) dtype."""
+    r = np.asarray(f(np.asarray(x, np.float64)), np.float64)
+    return r if x.dtype == np.float64 else r.astype(x.dtype)
+
+
+def erfc(x: Array) -> Array:
+    """Complementary error function 1 - erf(x), without erf's cancellation for large x."""
+    return _in_f64(_erfc1, x)
+
+
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole (0, -1, -2, ...): PyTorch gives +inf
+        return math.inf
+
+
+_lgamma1 = np.frompyfunc(_lgamma_scalar, 1, 1)
+
+
+def lgamma(x: Array) -> Array:
+    """log|Gamma(x)| (math.lgamma per element)."""
+    return _in_f64(_lgamma1, x)
+
+
+# Giles' single-precision erfinv ("Approximating the erfinv function", GPU Computing Gems, 2011):
+# relative error ~1e-7, polished to float64 by two Newton steps on erf (or on erfc near +-1).
+_GILES_LO = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+             -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_GILES_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+             -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _poly(c: tuple[float, ...], w: np.ndarray) -> np.ndarray:
+    p = np.full_like(w, c[0])
+    for ci in c[1:]:
+        p = p * w + ci
+    return p
+
+
+def _erfinv64(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = -np.log((1.0 - x) * (1.0 + x))
+        lo = w < 5.0
+        y = np.where(lo, _poly(_GILES_LO, w - 2.5), _poly(_GILES_HI, np.sqrt(np.where(lo, 5.0, w)) - 3.0)) * x
+        ok = np.isfinite(y)
+        ax, ay = np.abs(x[ok]), np.abs(y[ok])
+        far = ax > 0.5  # near +-1: Newton on erfc(y) = 1 - |x|, where 1 - |x| is exact
+        q = 1.0 - ax
+        for _ in range(4):  # (the guess is rough for |x| > 1 - 1e-7, beyond Giles' float32 range)
+            d = 2 / math.sqrt(math.pi) * np.exp(-ay * ay)
+            ec = np.asarray(_erfc1(ay), np.float64)
+            # near +-1, Newton on log erfc(y) = log(1 - |x|): nearly linear there, so it converges
+            # from a rough guess; elsewhere on erf(y) = |x|
+            step = np.where(far, (np.log(np.where(far, ec, 1.0)) - np.log(np.where(far, q, 1.0))) * ec / d,
+                            (ax - np.asarray(_erf64(ay), np.float64)) / d)
+            ay = ay + step
+        y[ok] = np.copysign(ay, x[ok])
+        y[np.abs(x) == 1.0] = np.copysign(np.inf, x[np.abs(x) == 1.0])
+        y[(np.abs(x) > 1.0) | np.isnan(x)] = np.nan
+    return y
+
+
+def erfinv(x: Array) -> Array:
+    """Inverse error function on [-1, 1] (+-inf at +-1, NaN outside)."""
+    return _in_f64(_erfinv64, x)
+
+
+# digamma and trigamma: shift x up to >= 10 by the recurrences psi(x) = psi(x + 1) - 1/x and
+# psi1(x) = psi1(x + 1) + 1/x^2, then the asymptotic series (Abramowitz-Stegun 6.3.18, 6.4.12);
+# x < 0.5 by the reflection formulas. The series' next term at x = 10 is below 1e-16 relative.
+_PSI_B = (1 / 12, -1 / 120, 1 / 252, -1 / 240, 1 / 132, -691 / 32760, 1 / 12)  # B_2k / (2k)
+_PSI1_B = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6)  # B_2k
+
+
+def _psi_pos(x: np.ndarray, order: int) -> np.ndarray:
+    """digamma (order 0) or trigamma (order 1) for x >= 0.5."""
+    acc = np.zeros_like(x)
+    while True:
+        small = x < 10.0
+        if not small.any():
+            break
+        acc = acc - np.where(small, 1.0 / x, 0.0) if order == 0 else acc + np.where(small, 1.0 / (x * x), 0.0)
+        x = np.where(small, x + 1.0, x)
+    inv2 = 1.0 / (x * x)
+    if order == 0:
+        s = _poly(_PSI_B[::-1], inv2) * inv2
+        return acc + np.log(x) - 0.5 / x - s
+    s = _poly(_PSI1_B[::-1], inv2) * inv2 / x
+    return acc + 1.0 / x + 0.5 * inv2 + s
+
+
+def _polygamma64(x: np.ndarray, order: int) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    out = np.empty_like(x)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        fin = np.isfinite(x)
+        pos = fin & (x >= 0.5)
+        neg = fin & (x < 0.5)
+        out[pos] = _psi_pos(x[pos], order)
+        xn = x[neg]
+        r = _psi_pos(1.0 - xn, order)
+        sp = np.sin(np.pi * (xn - np.round(xn)))  # (reduced first: exact, and sin^2, tan have period pi)
+        if order == 0:  # psi(x) = psi(1 - x) - pi / tan(pi x)
+            val = r - np.pi / np.tan(np.pi * (xn - np.round(xn)))
+            pole = (xn == np.floor(xn)) & (xn != 0)
+            val[pole] = np.nan  # a negative integer: PyTorch gives NaN
+            zero = xn == 0
+            val[zero] = np.where(np.signbit(xn[zero]), np.inf, -np.inf)
+        else:  # psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
+            val = np.pi * np.pi / (sp * sp) - r
+            val[xn == np.floor(xn)] = np.inf
+        out[neg] = val
+        out[x == np.inf] = np.inf if order == 0 else 0.0
+        out[(x == -np.inf) | np.isnan(x)] = np.nan
+    return out
+
+
+def digamma(x: Array) -> Array:
+    """The digamma function psi(x) = d/dx log Gamma(x)."""
+    return _in_f64(lambda v: _polygamma64(v, 0), x)
+
+
+def trigamma(x: Array) -> Array:
+    """The trigamma function psi'(x) (polygamma of order 1)."""
+    return _in_f64(lambda v: _polygamma64(v, 1), x)
+
+
+# ---- linear algebra (compat): NumPy's LAPACK wrappers, batched over leading dims ----------------
+LinAlgError = np.linalg.LinAlgError
+inv = np.linalg.inv
+det = np.linalg.det
+slogdet = np.linalg.slogdet
+solve = np.linalg.solve
+cholesky = np.linalg.cholesky
+matrix_rank = np.linalg.matrix_rank
+
+
+def cofactor(a: Array) -> Array:
+    """The cofactor matrix det(A) A^-T of each matrix in ``a`` (..., n, n), also where A is
+    singular: from A = U S V^T, cof(A) = det(U) det(V) U diag(prod_{j != i} s_j) V^T."""
+    u, s, vh = np.linalg.svd(a)
+    n = s.shape[-1]
+    ones = np.ones(s.shape[:-1] + (1,), s.dtype)
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)  # prod of s_j, j < i
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]  # j > i
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return (u * (before * after)[..., None, :]) @ vh * sign[..., None, None] if n else u

@@ -454,6 +454,130 @@ class Copy(Function):
         return (g,)
 
 
+# more math (compat): inverse trigonometric and hyperbolic functions, atan2, special functions
+
+class Asin(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        with B.errstate(invalid="ignore", divide="ignore"):  # NaN / inf outside the domain, silently
+            return B.arcsin(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.divide(g, B.sqrt(B.subtract(1, B.multiply(x, x)))),)
+
+
+class Acos(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        with B.errstate(invalid="ignore", divide="ignore"):  # NaN / inf outside the domain, silently
+            return B.arccos(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.negative(B.divide(g, B.sqrt(B.subtract(1, B.multiply(x, x))))),)
+
+
+class Atan(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.arctan(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.divide(g, B.add(B.multiply(x, x), 1)),)
+
+
+class Asinh(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.arcsinh(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.divide(g, B.sqrt(B.add(B.multiply(x, x), 1))),)
+
+
+class Acosh(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        with B.errstate(invalid="ignore", divide="ignore"):  # NaN / inf outside the domain, silently
+            return B.arccosh(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        # sqrt((x - 1)(x + 1)), as PyTorch: x*x - 1 cancels near 1
+        return (B.divide(g, B.sqrt(B.multiply(B.subtract(x, 1), B.add(x, 1)))),)
+
+
+class Atanh(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        with B.errstate(invalid="ignore", divide="ignore"):  # NaN / inf outside the domain, silently
+            return B.arctanh(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.divide(g, B.subtract(1, B.multiply(x, x))),)
+
+
+class Atan2(Function):
+    def forward(self, y, x):
+        self.saved = (y, x)
+        return B.arctan2(y, x)
+
+    def backward(self, g):
+        y, x = self.saved
+        r = B.divide(g, B.add(B.multiply(x, x), B.multiply(y, y)))
+        return (B.multiply(r, x) if self.needs(0) else None,
+                B.negative(B.multiply(r, y)) if self.needs(1) else None)
+
+
+class Erfc(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.erfc(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.multiply(g, B.multiply(B.exp(B.negative(B.multiply(x, x))), -2 / math.sqrt(math.pi))),)
+
+
+class Erfinv(Function):
+    saves_out = True
+
+    def forward(self, x):
+        out = B.erfinv(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        y = self.saved[0]
+        return (B.multiply(g, B.multiply(B.exp(B.multiply(y, y)), math.sqrt(math.pi) / 2)),)
+
+
+class Lgamma(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.lgamma(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        return (B.multiply(g, Digamma.apply(x) if isinstance(x, Tensor) else B.digamma(x)),)
+
+
+class Digamma(Function):
+    def forward(self, x):
+        self.saved = (x,)
+        return B.digamma(x)
+
+    def backward(self, g):
+        x = self.saved[0]
+        # under create_graph the trigamma factor is a constant: polygamma(2) is not implemented
+        tri = Tensor._make(B.trigamma(x._data)) if isinstance(x, Tensor) else B.trigamma(x)
+        return (B.multiply(g, tri),)
+
+
 # ---- reductions --------------------------------------------------------------------------------
 
 _ZERO: dict[Any, np.ndarray] = {}  # a 0-d zero per dtype (adding an array: half the cost of adding 0)
@@ -615,6 +739,41 @@ class Softmax(Function):
             return (B.imul(B.subtract(g, B.dot_along(g, y, self.dim)), y),)
         gy = B.multiply(g, y)
         return (B.subtract(gy, B.multiply(y, B.sum(gy, axis=self.dim, keepdims=True))),)
+
+
+class Cumprod(Function):
+    """Running product along ``dim``; its gradient is exact also where x holds zeros."""
+
+    saves_out = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        out = B.cumprod(x, dim)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        return (B.cumprod_grad(x, out, g, self.dim),)
+
+
+class Logcumsumexp(Function):
+    """log(cumsum(exp(x))) along ``dim``, stable in forward and backward (log-space scans)."""
+
+    saves_out = True
+
+    def forward(self, x, dim):
+        self.dim = dim
+        out = B.logcumsumexp(x, dim)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        if isinstance(g, np.ndarray):
+            return (B.logcumsumexp_grad(x, out, g, self.dim),)
+        # create_graph: the same formula on Tensors, its scans recorded through this op
+        return (B.logcumsumexp_grad(x, out, g, self.dim, lambda a: Logcumsumexp.apply(a, dim=self.dim)),)
 
 
 # ---- shape and indexing ------------------------------------------------------------------------

@@ -764,6 +764,462 @@ class Tensor:
     def isclose(self, o: Any, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> Tensor:
         return Tensor._make(np.isclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
+    # ---- more math, BLAS-style and shape ops (compat) -------------------------------------------
+    def asin(self) -> Tensor:
+        """Inverse sine, elementwise: ``lightgrad.tensor([0.5]).asin()`` is ``tensor([0.5236])``."""
+        return F.Asin.apply(_floating(self))
+
+    def acos(self) -> Tensor:
+        return F.Acos.apply(_floating(self))
+
+    def atan(self) -> Tensor:
+        return F.Atan.apply(_floating(self))
+
+    def asinh(self) -> Tensor:
+        return F.Asinh.apply(_floating(self))
+
+    def acosh(self) -> Tensor:
+        return F.Acosh.apply(_floating(self))
+
+    def atanh(self) -> Tensor:
+        return F.Atanh.apply(_floating(self))
+
+    def atan2(self, other: Any) -> Tensor:
+        """Angle of (other, self) in (-pi, pi]: ``torch.atan2(y, x)``."""
+        return _binary(F.Atan2, self, other, floating=True)
+
+    arcsin, arccos, arctan, arcsinh, arccosh, arctanh, arctan2 = asin, acos, atan, asinh, acosh, atanh, atan2
+
+    def erfc(self) -> Tensor:
+        """1 - erf(x), accurate where erf(x) is near 1: ``tensor([5.]).erfc()`` is 1.5375e-12."""
+        return F.Erfc.apply(_floating(self))
+
+    def erfinv(self) -> Tensor:
+        """Inverse of erf on [-1, 1]: ``tensor([0.5]).erfinv()`` is ``tensor([0.4769])``."""
+        return F.Erfinv.apply(_floating(self))
+
+    def lgamma(self) -> Tensor:
+        """log|Gamma(x)|: ``tensor([5.]).lgamma()`` is log(24)."""
+        return F.Lgamma.apply(_floating(self))
+
+    def digamma(self) -> Tensor:
+        """d/dx lgamma(x): ``tensor([1.]).digamma()`` is -0.5772 (minus Euler's constant)."""
+        return F.Digamma.apply(_floating(self))
+
+    def logit(self, eps: builtins.float | None = None) -> Tensor:
+        """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
+        x = _floating(self)
+        if eps is not None:
+            x = x.clamp(eps, 1 - eps)
+        return (x / (1 - x)).log()
+
+    def xlogy(self, other: Any) -> Tensor:
+        """x * log(y), 0 where x == 0 (unless y is NaN): ``xlogy(0, 0)`` is 0."""
+        x, y = _float_operands(self, other)
+        y = _as_tensor(y, x)
+        return where((x == 0) & ~y.isnan(), 0.0, x * y.log())
+
+    def logaddexp(self, other: Any) -> Tensor:
+        """log(exp(x) + exp(y)) without overflow."""
+        x, y = _float_operands(self, other)
+        m = x.detach().maximum(y.detach() if isinstance(y, Tensor) else y)
+        m = where(m.isinf(), 0.0, m)  # both -inf (or an inf): shift by 0 so that -inf - -inf is no NaN
+        return m + ((x - m).exp() + (y - m).exp()).log()
+
+    def logaddexp2(self, other: Any) -> Tensor:
+        """log2(2**x + 2**y) without overflow."""
+        x, y = _float_operands(self, other)
+        return (x * _LN2).logaddexp(y * _LN2) / _LN2
+
+    def hypot(self, other: Any) -> Tensor:
+        """sqrt(x**2 + y**2), elementwise."""
+        x, y = _float_operands(self, other)
+        return (x * x + y * y).sqrt()
+
+    def nan_to_num(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                   neginf: builtins.float | None = None) -> Tensor:
+        """NaN, +inf and -inf replaced (by 0 and the dtype's largest and lowest finite values)."""
+        if self._data.dtype.kind != "f":
+            return self.clone()
+        repl = Tensor._make(B.nan_to_num(self._data, nan=nan, posinf=posinf, neginf=neginf))
+        return where(self.isfinite(), self, repl)  # gradient 0 where a value was replaced, as PyTorch
+
+    def fmax(self, other: Tensor) -> Tensor:
+        """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
+        x, y = _promote(self, _as_tensor(other, self))
+        return where((x >= y) | y.isnan(), x, y)
+
+    def fmin(self, other: Tensor) -> Tensor:
+        """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
+        x, y = _promote(self, _as_tensor(other, self))
+        return where((x <= y) | y.isnan(), x, y)
+
+    def copysign(self, other: Any) -> Tensor:
+        """|x| with the sign (bit) of other: ``tensor([2.]).copysign(-0.0)`` is ``tensor([-2.])``."""
+        x, y = _float_operands(self, other)
+        yd = y._data if isinstance(y, Tensor) else B.asarray(y, x._data.dtype)
+        sign = Tensor._make(B.where(B.signbit(yd), x._data.dtype.type(-1), x._data.dtype.type(1)))
+        return x.abs() * sign  # no gradient to other (PyTorch's is zero)
+
+    def signbit(self) -> Tensor:
+        return Tensor._make(B.signbit(self._data))
+
+    def isneginf(self) -> Tensor:
+        return Tensor._make(B.isneginf(self._data))
+
+    def isposinf(self) -> Tensor:
+        return Tensor._make(B.isposinf(self._data))
+
+    def positive(self) -> Tensor:
+        if self._data.dtype == np.bool_:
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        return self
+
+    def float_power(self, exponent: Any) -> Tensor:
+        """self ** exponent computed in float64 (the result is always float64)."""
+        e = exponent.double() if isinstance(exponent, Tensor) else exponent
+        return self.double() ** e
+
+    def heaviside(self, values: Tensor) -> Tensor:
+        """Step function: 0 where x < 0, ``values`` where x == 0, 1 where x > 0 (no gradient)."""
+        v = _as_tensor(values, self)
+        if v._data.dtype != self._data.dtype:
+            raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes: "
+                               f"got {self.dtype} and {v.dtype}")
+        _check_broadcast(self.shape, v.shape)
+        return Tensor._make(B.heaviside(self._data, v._data).astype(self._data.dtype))
+
+    def sinc(self) -> Tensor:
+        """sin(pi x) / (pi x), 1 at 0."""
+        x = _floating(self)
+        zero = x == 0
+        px = where(zero, 1.0, x * math.pi)  # (safe denominator: the gradient at 0 stays 0, not NaN)
+        return where(zero, 1.0, px.sin() / px)
+
+    def deg2rad(self) -> Tensor:
+        return _floating(self) * (math.pi / 180)
+
+    def rad2deg(self) -> Tensor:
+        return _floating(self) * (180 / math.pi)
+
+    def fix(self) -> Tensor:
+        return self.trunc()
+
+    def asin_(self) -> Tensor:
+        return self._inplace(lambda s: s.asin())
+
+    def acos_(self) -> Tensor:
+        return self._inplace(lambda s: s.acos())
+
+    def atan_(self) -> Tensor:
+        return self._inplace(lambda s: s.atan())
+
+    def asinh_(self) -> Tensor:
+        return self._inplace(lambda s: s.asinh())
+
+    def acosh_(self) -> Tensor:
+        return self._inplace(lambda s: s.acosh())
+
+    def atanh_(self) -> Tensor:
+        return self._inplace(lambda s: s.atanh())
+
+    def atan2_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.atan2(other), other)
+
+    arcsin_, arccos_, arctan_, arcsinh_, arccosh_, arctanh_, arctan2_ = (
+        asin_, acos_, atan_, asinh_, acosh_, atanh_, atan2_)
+
+    def erfc_(self) -> Tensor:
+        return self._inplace(lambda s: s.erfc())
+
+    def erfinv_(self) -> Tensor:
+        return self._inplace(lambda s: s.erfinv())
+
+    def lgamma_(self) -> Tensor:
+        return self._inplace(lambda s: s.lgamma())
+
+    def digamma_(self) -> Tensor:
+        return self._inplace(lambda s: s.digamma())
+
+    def logit_(self, eps: builtins.float | None = None) -> Tensor:
+        return self._inplace(lambda s: s.logit(eps))
+
+    def xlogy_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.xlogy(other), other)
+
+    def hypot_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.hypot(other), other)
+
+    def nan_to_num_(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+                    neginf: builtins.float | None = None) -> Tensor:
+        return self._inplace(lambda s: s.nan_to_num(nan, posinf, neginf))
+
+    def copysign_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.copysign(other), other)
+
+    def float_power_(self, exponent: Any) -> Tensor:
+        if self._data.dtype != np.float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but "
+                               f"the operation's result requires dtype Double")
+        return self._inplace(lambda s: s.float_power(exponent), exponent)
+
+    def heaviside_(self, values: Tensor) -> Tensor:
+        return self._inplace(lambda s: s.heaviside(values))
+
+    def sinc_(self) -> Tensor:
+        return self._inplace(lambda s: s.sinc())
+
+    def deg2rad_(self) -> Tensor:
+        return self._inplace(lambda s: s.deg2rad())
+
+    def rad2deg_(self) -> Tensor:
+        return self._inplace(lambda s: s.rad2deg())
+
+    def fix_(self) -> Tensor:
+        return self._inplace(lambda s: s.trunc())
+
+    # BLAS-style fused ops: beta * self + alpha * (product), self broadcast to the product's shape
+    def _scaled_sum(self, prod: Tensor, beta: Number, alpha: Number) -> Tensor:
+        _check_expand(self.shape, prod.shape)
+        out = prod if alpha == 1 else prod * alpha
+        if beta == 0:  # self is ignored, NaN and inf included, as in BLAS; its gradient is 0
+            return out + where(Tensor._make(B.asarray(False)), self, 0.0) if self.requires_grad else out
+        return out + (self if beta == 1 else self * beta)
+
+    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """beta * self + alpha * (mat1 @ mat2) for 2-D mat1, mat2."""
+        for name, m in (("mat1", mat1), ("mat2", mat2)):
+            if m.ndim != 2:
+                raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+        return self._scaled_sum(mat1.matmul(mat2), beta, alpha)
+
+    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """beta * self + alpha * (mat @ vec) for 2-D mat and 1-D vec."""
+        if mat.ndim != 2 or vec.ndim != 1 or self.ndim > 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, {mat.ndim}, {vec.ndim}")
+        if mat.shape[1] != vec.shape[0]:
+            raise RuntimeError(f"size mismatch, got input ({mat.shape[0]}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+                               f"vec ({vec.shape[0]})")
+        return self._scaled_sum(mat.matmul(vec), beta, alpha)
+
+    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """beta * self + alpha * sum_b(batch1[b] @ batch2[b]) for 3-D batches."""
+        return self._scaled_sum(batch1.bmm(batch2).sum(0), beta, alpha)
+
+    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """beta * self + alpha * (batch1 @ batch2) for 3-D batches."""
+        return self._scaled_sum(batch1.bmm(batch2), beta, alpha)
+
+    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """beta * self + alpha * outer(vec1, vec2)."""
+        for name, v in (("vec1", vec1), ("vec2", vec2)):
+            if v.ndim != 1:
+                raise RuntimeError(f"addr: Expected 1-D argument {name}, but got {v.ndim}-D")
+        return self._scaled_sum(vec1.outer(vec2), beta, alpha)
+
+    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
+        """self + value * tensor1 * tensor2 (all broadcast)."""
+        p = tensor1 * tensor2
+        return self + (p if value == 1 else p * value)
+
+    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
+        """self + value * tensor1 / tensor2 (all broadcast)."""
+        if not (_as_tensor(tensor1).is_floating_point() or _as_tensor(tensor2).is_floating_point()):
+            raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
+                               "addcdiv will perform a true division of tensor1 and tensor2. Got integer "
+                               f"tensors of dtype {_as_tensor(tensor1).dtype} and {_as_tensor(tensor2).dtype}.")
+        q = tensor1 / tensor2
+        return self + (q if value == 1 else q * value)
+
+    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        return self._inplace(lambda s: s.addmm(mat1, mat2, beta=beta, alpha=alpha), mat1, mat2)
+
+    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        return self._inplace(lambda s: s.addmv(mat, vec, beta=beta, alpha=alpha), mat, vec)
+
+    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        return self._inplace(lambda s: s.addbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
+
+    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        return self._inplace(lambda s: s.baddbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
+
+    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        return self._inplace(lambda s: s.addr(vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
+
+    # shape helpers
+    def tile(self, *dims: Any) -> Tensor:
+        """Repeat along each dim; fewer dims than the tensor has are padded with 1s in front."""
+        reps = _shape_arg(dims)
+        return self.repeat(*((1,) * (self.ndim - len(reps)) + reps))
+
+    def ravel(self) -> Tensor:
+        return self.reshape(-1)
+
+    def diff(self, n: builtins.int = 1, dim: builtins.int = -1, prepend: Tensor | None = None,
+             append: Tensor | None = None) -> Tensor:
+        """n-th forward difference along ``dim``: ``tensor([1, 4, 9]).diff()`` is ``tensor([3, 5])``."""
+        if self.ndim == 0:
+            raise RuntimeError("diff expects input to be at least one-dimensional")
+        if n < 0:
+            raise RuntimeError(f"order must be non-negative but got {n}")
+        d = _dim(dim, self.ndim)
+        parts = [p for p in (prepend, self, append) if p is not None]
+        x = cat([_as_tensor(p, self) for p in parts], d) if len(parts) > 1 else self
+        for _ in range(n):
+            m = max(x.shape[d] - 1, 0)
+            hi, lo = x.narrow(d, 1, m), x.narrow(d, 0, m)
+            x = hi.logical_xor(lo) if x._data.dtype == np.bool_ else hi - lo
+        return x
+
+    def kron(self, other: Tensor) -> Tensor:
+        """Kronecker product: block (i, j) of the result is self[i, j] * other."""
+        o = _as_tensor(other, self)
+        nd = max(self.ndim, o.ndim)
+        sa = (1,) * (nd - self.ndim) + self.shape
+        sb = (1,) * (nd - o.ndim) + o.shape
+        a = self.reshape(tuple(v for s in sa for v in (s, 1)))  # (a0, 1, a1, 1, ...)
+        b = o.reshape(tuple(v for s in sb for v in (1, s)))  # (1, b0, 1, b1, ...)
+        return (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
+
+    def vdot(self, other: Tensor) -> Tensor:
+        """Dot product of two 1-D tensors (no conjugation needed for real dtypes)."""
+        return self.dot(other)
+
+    def cross(self, other: Tensor, dim: builtins.int | None = None) -> Tensor:
+        """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3)."""
+        o = _as_tensor(other, self)
+        if self.ndim != o.ndim:
+            raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions, got "
+                               f"{self.ndim} and {o.ndim}")
+        try:
+            shape = B.broadcast_shape(self.shape, o.shape)
+        except ValueError:
+            raise RuntimeError(f"linalg.cross: the shapes {list(self.shape)} and {list(o.shape)} do not "
+                               f"broadcast") from None
+        if dim is None:
+            d = next((i for i, s in enumerate(shape) if s == 3), None)
+            if d is None:
+                raise RuntimeError(f"no dimension of size 3 in input (shape {list(shape)})")
+        else:
+            d = _dim(dim, len(shape))
+            if self.shape[d] != 3 or o.shape[d] != 3:
+                raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                                   f"{self.shape[d]} and {o.shape[d]}")
+        a, b = _promote(self.expand(shape), o.expand(shape))
+        pre = (slice(None),) * d
+        a1, a2, a3 = (a[pre + (i,)] for i in range(3))
+        b1, b2, b3 = (b[pre + (i,)] for i in range(3))
+        return stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], d)
+
+    def rot90(self, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
+        """Rotate by 90 degrees k times in the plane of ``dims``, from the first towards the second."""
+        if len(dims) != 2:
+            raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+        if self.ndim < 2:
+            raise RuntimeError(f"expected total dims >= 2, but got total dims = {self.ndim}")
+        d0, d1 = _dim(dims[0], self.ndim), _dim(dims[1], self.ndim)
+        if d0 == d1:
+            raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and dim1 = {d1}")
+        k %= 4
+        if k == 1:
+            return self.flip(d1).transpose(d0, d1)
+        if k == 2:
+            return self.flip((d0, d1))
+        if k == 3:
+            return self.flip(d0).transpose(d0, d1)
+        return self.clone()
+
+    def _split_at(self, sections: Any, d: builtins.int, name: str) -> tuple[Tensor, ...]:
+        n = self.shape[d]
+        if isinstance(sections, builtins.int):
+            if sections <= 0 or n % sections:
+                raise RuntimeError(f"torch.{name} attempted to split along dimension {d}, but the size of the "
+                                   f"dimension {n} is not divisible by the split_size {sections}!")
+            return self.split(n // sections, d) if n else (self,) * sections
+        bounds = [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in sections] + [n]
+        return tuple(self.narrow(d, lo, max(hi - lo, 0)) for lo, hi in zip(bounds, bounds[1:]))
+
+    def hsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        """Split along dim 1 (dim 0 for 1-D): into ``sections`` equal parts, or at the given indices."""
+        if self.ndim < 1:
+            raise RuntimeError("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor "
+                               f"with {self.ndim} dimensions!")
+        return self._split_at(sections, 1 if self.ndim > 1 else 0, "hsplit")
+
+    def vsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        if self.ndim < 2:
+            raise RuntimeError("torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
+                               f"with {self.ndim} dimensions!")
+        return self._split_at(sections, 0, "vsplit")
+
+    def dsplit(self, sections: Any) -> tuple[Tensor, ...]:
+        if self.ndim < 3:
+            raise RuntimeError("torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
+                               f"with {self.ndim} dimensions!")
+        return self._split_at(sections, 2, "dsplit")
+
+    def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
+        """Matrices (in dims dim1, dim2) whose ``offset`` diagonal holds the last dim of self."""
+        nd = self.ndim + 1
+        d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        n, k = (self.shape[-1] if self.ndim else 1), abs(offset)
+        x = self.reshape(1) if self.ndim == 0 else self
+        eye_ = Tensor._make(B.eye(n, dtype=np.bool_))
+        out = where(eye_, x.unsqueeze(-1).expand(x.shape + (n,)), 0.0).to(x.dtype)  # (..., n, n)
+        if k:
+            batch = x.shape[:-1]
+            cols = zeros(*batch, n, k, dtype=x.dtype)
+            rows = zeros(*batch, k, n + k, dtype=x.dtype)
+            # offset > 0: entry (i, i + k), zeros left and below; offset < 0: (i + k, i), above and right
+            out = cat([cols, out], -1) if offset > 0 else cat([out, cols], -1)
+            out = cat([out, rows], -2) if offset > 0 else cat([rows, out], -2)
+        rest = iter(range(nd - 2))
+        return out.permute(*[nd - 2 if j == d1 else nd - 1 if j == d2 else next(rest) for j in range(nd)])
+
+    def diagflat(self, offset: builtins.int = 0) -> Tensor:
+        """A 2-D matrix with the flattened input on its ``offset`` diagonal."""
+        return self.flatten().diag_embed(offset)
+
+    def is_nonzero(self) -> builtins.bool:
+        n = self._data.size
+        if n != 1:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self._data.reshape(()))
+
+    def is_same_size(self, other: Tensor) -> builtins.bool:
+        return self.shape == other.shape
+
+    def is_signed(self) -> builtins.bool:
+        return self._data.dtype.kind in "fi"
+
+    # linear algebra (the functions live in lightgrad.linalg)
+    def inverse(self) -> Tensor:
+        from .linalg import inv
+        return inv(self)
+
+    def det(self) -> Tensor:
+        from .linalg import det
+        return det(self)
+
+    def logdet(self) -> Tensor:
+        from .linalg import logdet
+        return logdet(self)
+
+    def slogdet(self) -> tuple[Tensor, Tensor]:
+        from .linalg import slogdet
+        return slogdet(self)
+
+    def matrix_power(self, n: builtins.int) -> Tensor:
+        from .linalg import matrix_power
+        return matrix_power(self, n)
+
+    def cholesky(self, upper: builtins.bool = False) -> Tensor:
+        from .linalg import cholesky
+        return cholesky(self, upper=upper)
+
     # ---- reductions ----------------------------------------------------------------------------
     def sum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Sum over ``dim`` (int, tuple or None for all); integers and bools sum as int64."""
@@ -896,6 +1352,362 @@ class Tensor:
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
         x = _floating(self.to(dtype) if dtype is not None else self)
         return F.LogSoftmax.apply(x, dim=_dim(dim, x.ndim))
+
+    # ---- sorting, scans and indexing (compat) ---------------------------------------------------
+    # Sorting and selection compute indices over the raw array (backend, no graph) and take the
+    # values with a differentiable gather, so the gradient reaches exactly the selected elements.
+    def _along(self, dim: builtins.int) -> tuple[Tensor, builtins.int]:
+        """self (a 0-d tensor as shape (1,)) and ``dim`` as a non-negative axis."""
+        d = _dim(dim, self.ndim)
+        return (self if self.ndim else self.reshape(1)), d
+
+    def _picked(self, x: Tensor, d: builtins.int, idx: np.ndarray, keepdim: builtins.bool, kind: Any) -> Any:
+        """x's values at ``idx`` along d (differentiable) and the indices, as a ``kind`` named tuple."""
+        vals, ind = F.Gather.apply(x, dim=d, index=idx), Tensor._make(idx)
+        if not keepdim:
+            vals, ind = vals.squeeze(d), ind.squeeze(d)
+        if not self.ndim:
+            vals, ind = vals.reshape(()), ind.reshape(())
+        return kind(vals, ind)
+
+    def sort(self, dim: builtins.int = -1, descending: builtins.bool = False, *,
+             stable: builtins.bool = False) -> Any:
+        """(values, indices) sorted along ``dim``; NaN sorts as the largest; always stable.
+
+        >>> lightgrad.tensor([3.0, 1.0, 2.0]).sort().indices
+        tensor([1, 2, 0])
+        """
+        x, d = self._along(dim)
+        return self._picked(x, d, B.sort_indices(x._data, d, descending), True, return_types.sort)
+
+    def argsort(self, dim: builtins.int = -1, descending: builtins.bool = False,
+                stable: builtins.bool = False) -> Tensor:
+        """The indices that sort ``dim``: ``tensor([3, 1, 2]).argsort()`` is ``tensor([1, 2, 0])``."""
+        x, d = self._along(dim)
+        ind = Tensor._make(B.sort_indices(x._data, d, descending))
+        return ind if self.ndim else ind.reshape(())
+
+    def msort(self) -> Tensor:
+        """Sorted along dim 0: ``x.msort()`` is ``x.sort(0).values``."""
+        return self.sort(0).values
+
+    def topk(self, k: builtins.int, dim: builtins.int = -1, largest: builtins.bool = True,
+             sorted: builtins.bool = True) -> Any:  # noqa: A002
+        """The k largest (smallest) values along ``dim`` and their indices, largest first.
+
+        >>> lightgrad.tensor([1.0, 5.0, 3.0]).topk(2)
+        topk(values=tensor([5., 3.]), indices=tensor([1, 2]))
+        """
+        x, d = self._along(dim)
+        n = x.shape[d]
+        if not 0 <= k <= n:
+            raise RuntimeError(f"selected index k out of range: expected k in [0, {n}] for dimension {d}, got {k}")
+        return self._picked(x, d, B.topk_indices(x._data, k, d, largest), True, return_types.topk)
+
+    def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """The k-th smallest value (k from 1) along ``dim`` and its index: ``x.kthvalue(1)`` is the min."""
+        x, d = self._along(dim)
+        n = x.shape[d]
+        if not 1 <= k <= n:
+            raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}: "
+                               f"expected k in [1, {n}], got {k}")
+        idx = B.sort_indices(x._data, d)[(slice(None),) * d + (slice(k - 1, k),)]
+        return self._picked(x, d, idx, keepdim, return_types.kthvalue)
+
+    def median(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """The lower of the two middle values (NaN if any is NaN); with ``dim``, (values, indices).
+
+        >>> lightgrad.tensor([4.0, 1.0, 3.0, 2.0]).median()
+        tensor(2.)
+        """
+        return self._median(dim, keepdim, False)
+
+    def nanmedian(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """median ignoring NaNs (NaN only where all are NaN)."""
+        return self._median(dim, keepdim, True)
+
+    def _median(self, dim: builtins.int | None, keepdim: builtins.bool, ignore_nan: builtins.bool) -> Any:
+        if dim is None:
+            x = self.reshape(-1)
+            if not x.numel():
+                return Tensor._make(B.full((), np.nan, _floating(self)._data.dtype))
+            return F.Gather.apply(x, dim=0, index=B.median_indices(x._data, 0, ignore_nan)).reshape(())
+        x, d = self._along(dim)
+        name = "nanmedian" if ignore_nan else "median"
+        if not x.shape[d]:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        kind = return_types.nanmedian if ignore_nan else return_types.median
+        return self._picked(x, d, B.median_indices(x._data, d, ignore_nan), keepdim, kind)
+
+    def mode(self, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
+        """The most frequent value along ``dim`` (the smallest if several) and its last index.
+
+        >>> lightgrad.tensor([2, 1, 2, 1, 3]).mode()
+        mode(values=tensor(1), indices=tensor(3))
+        """
+        x, d = self._along(dim)
+        if not x.shape[d]:
+            raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+        return self._picked(x, d, B.mode_indices(x._data, d), keepdim, return_types.mode)
+
+    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """Running product along ``dim``; integers and bools multiply as int64: [1, 2, 3] gives [1, 2, 6]."""
+        x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
+        y, d = x._along(dim)
+        out = F.Cumprod.apply(y, dim=d)
+        return out if x.ndim else out.reshape(())
+
+    def cumprod_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        return self._inplace(lambda s: s.cumprod(dim, dtype=dtype))
+
+    def logcumsumexp(self, dim: builtins.int) -> Tensor:
+        """log(cumsum(exp(x))) along ``dim``, without overflow."""
+        x, d = _floating(self)._along(dim)
+        out = F.Logcumsumexp.apply(x, dim=d)
+        return out if self.ndim else out.reshape(())
+
+    def cummax(self, dim: builtins.int) -> Any:
+        """Running max along ``dim`` and where it was taken (the latest such index).
+
+        >>> lightgrad.tensor([1.0, 3.0, 2.0]).cummax(0).values
+        tensor([1., 3., 3.])
+        """
+        x, d = self._along(dim)
+        return self._picked(x, d, B.cumext_indices(x._data, d, True), True, return_types.cummax)
+
+    def cummin(self, dim: builtins.int) -> Any:
+        x, d = self._along(dim)
+        return self._picked(x, d, B.cumext_indices(x._data, d, False), True, return_types.cummin)
+
+    def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """sum treating NaN as zero (which gets no gradient)."""
+        x = where(self.isnan(), 0.0, self) if self._data.dtype.kind == "f" else self
+        return x.sum(dim, keepdim, dtype=dtype)
+
+    def nanmean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """mean over the elements that are not NaN."""
+        x = self.to(dtype) if dtype is not None else self
+        if x._data.dtype.kind != "f":
+            raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                               f"{x.dtype.name.capitalize()}")
+        return x.nansum(dim, keepdim) / (~x.isnan()).sum(dim, keepdim)
+
+    def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+        """(min, max) over ``dim`` (all elements by default), as amin and amax."""
+        dims = () if dim is None else dim
+        return return_types.aminmax(self.amin(dims, keepdim), self.amax(dims, keepdim))
+
+    def _index_along(self, op: str, dim: builtins.int, index: Any,
+                     source: Tensor | None) -> tuple[builtins.int, np.ndarray]:
+        """Checks for the index_* ops; returns dim as an axis and the index as int64 (1-D)."""
+        d = _dim(dim, self.ndim)
+        ix = _raw(index) if isinstance(index, Tensor) else np.asarray(index)
+        if ix.dtype.kind not in "iu":
+            raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
+                               f"{D._BY_NP[ix.dtype].name.capitalize() if ix.dtype in D._BY_NP else ix.dtype}")
+        if ix.ndim > 1:
+            raise IndexError(f"{op}(): Index is supposed to be a vector, got {ix.ndim} dims")
+        ix = ix.reshape(-1).astype(np.int64, copy=False)
+        n = self.shape[d] if self.ndim else 1
+        _check_bounds(ix, n, d)
+        if source is not None:
+            if source._data.dtype != self._data.dtype:
+                raise RuntimeError(f"{op}(): self ({self.dtype.name.capitalize()}) and source "
+                                   f"({source.dtype.name.capitalize()}) must have the same scalar type")
+            ssize = source.shape[d] if source.ndim else 1
+            if ssize != len(ix):
+                raise RuntimeError(f"{op}(): Number of indices ({len(ix)}) should be equal to source.size(dim): "
+                                   f"({ssize}), for dim: {d}")
+            want = tuple(len(ix) if i == d else s for i, s in enumerate(self.shape))
+            if source.ndim and tuple(source.shape) != want:
+                raise RuntimeError(f"{op}(): source shape {list(source.shape)} does not match self's "
+                                   f"{list(self.shape)} outside dim {d} (expected {list(want)})")
+        return d, ix
+
+    def _index_grid(self, d: builtins.int, ix: np.ndarray, shape: Any) -> Tensor:
+        """The 1-D index ``ix`` laid along d and broadcast to ``shape`` (for scatter)."""
+        along = [1] * len(shape)
+        along[d] = len(ix)
+        return Tensor._make(B.broadcast_to(ix.reshape(along), tuple(shape)))
+
+    def index_add(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
+        """A copy with ``alpha * source`` slices added at ``index`` along ``dim`` (repeats add up).
+
+        >>> lightgrad.zeros(3).index_add(0, lightgrad.tensor([0, 0, 2]), lightgrad.ones(3))
+        tensor([2., 0., 1.])
+        """
+        d, ix = self._index_along("index_add", dim, index, source)
+        if not self.ndim:
+            return self + source.reshape(()) * alpha * len(ix)
+        s = source if alpha == 1 else source * alpha
+        return self.scatter_add(d, self._index_grid(d, ix, s.shape), s)
+
+    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
+        self._index_along("index_add_", dim, index, source)
+        return self._inplace(lambda s: s.index_add(dim, index, source, alpha=alpha), source)
+
+    def index_copy(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+        """A copy with ``source`` slices written at ``index`` along ``dim``."""
+        d, ix = self._index_along("index_copy", dim, index, source)
+        if not self.ndim:
+            return source.reshape(()) + self * 0
+        return self.scatter(d, self._index_grid(d, ix, source.shape), source)
+
+    def index_copy_(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+        self._index_along("index_copy_", dim, index, source)
+        return self._inplace(lambda s: s.index_copy(dim, index, source), source)
+
+    def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
+        d, ix = self._index_along("index_fill", dim, index, None)
+        if isinstance(value, Tensor) and value.ndim:
+            raise IndexError(f"index_fill_(): Expected a 0-dim value tensor, got one with {value.ndim} dims")
+        n = self.shape[d] if self.ndim else 1
+        mask = B.isin(B.arange(n), ix).reshape([n if i == d else 1 for i in range(self.ndim)])
+        return self.masked_fill(Tensor._make(mask), value)
+
+    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        self._index_along("index_fill_", dim, index, None)
+        return self._inplace(lambda s: s.index_fill(dim, index, value), value)
+
+    def scatter_reduce(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
+                       include_self: builtins.bool = True) -> Tensor:
+        """scatter with ``reduce`` in sum, prod, mean, amax, amin of src (and self, if include_self)
+        at each position; as PyTorch, amax/amin split the gradient evenly among equal extremes."""
+        reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)  # (aliases PyTorch accepts)
+        if reduce not in ("sum", "prod", "mean", "amax", "amin"):
+            raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+        d = _dim(dim, self.ndim)
+        ix = _int_index(index, "scatter_reduce")
+        if ix.ndim != self.ndim:
+            raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+        _check_bounds(ix, self.shape[d], d)
+        idx = Tensor._make(ix)
+        if src._data.dtype != self._data.dtype:
+            raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
+                               f"{self.dtype.name.capitalize()} and {src.dtype.name.capitalize()}")
+        s = src
+        base = self if include_self else self.scatter(d, idx, value=0)
+        if reduce in ("sum", "mean"):
+            total = base.scatter_add(d, idx, s)
+            if reduce == "sum":
+                return total
+            count = zeros_like(self).scatter_add(d, idx, ones(ix.shape, dtype=self.dtype)) + (1 if include_self else 0)
+            count = count.clamp(min=1)
+            return total // count if self._data.dtype.kind in "iub" else total / count
+        r = Tensor._make(B.scatter_extreme(self._data, ix, s._data, d, reduce, include_self))
+        if not (_enabled.get() and (self.requires_grad or s.requires_grad)):
+            return r
+        sv = s[tuple(slice(0, n) for n in ix.shape)]
+        hit = zeros(self.shape, dtype=D.bool_).scatter(d, idx, value=True)
+        own = ~hit if not include_self else ones(self.shape, dtype=D.bool_)
+        if reduce == "prod":
+            # each factor's gradient is the product of the others: nonzero / itself where the
+            # position holds no zero, the nonzero product for a lone zero, 0 with two zeros or more
+            with no_grad():
+                xs, xv = self.detach(), sv.detach()
+                nz = Tensor._make(B.scatter_extreme(where(xs == 0, 1, xs)._data, ix, where(xv == 0, 1, xv)._data,
+                                                    d, "prod", include_self))
+                zc = ((own & (xs == 0)).to(self.dtype)
+                      + zeros_like(self).scatter_add(d, idx, (xv == 0).to(self.dtype)))
+                c_self = where(xs == 0, nz * (zc == 1), nz / where(xs == 0, 1, xs) * (zc == 0))
+                nzv, zcv = nz.gather(d, idx), zc.gather(d, idx)
+                c_src = where(xv == 0, nzv * (zcv == 1), nzv / where(xv == 0, 1, xv) * (zcv == 0))
+            ds = where(own, (self - xs) * c_self, 0.0)
+            return r + ds + zeros_like(self).scatter_add(d, idx, (sv - xv) * c_src)
+        # the delta x - x.detach() is 0 in value and 1 in gradient; each equal extreme gets 1/count
+        with no_grad():
+            # (as PyTorch, an excluded self equal to the result still counts in the split)
+            tie = (self.detach() == r) & self.isfinite()
+            own_hit = own & tie
+            src_hit = (sv.detach() == r.gather(d, idx)) & sv.isfinite()
+            count = (tie.to(self.dtype) + zeros_like(self).scatter_add(d, idx, src_hit.to(self.dtype))).clamp(min=1)
+        ds = where(own_hit, self - self.detach(), 0.0)
+        dsrc = zeros_like(self).scatter_add(d, idx, where(src_hit, sv - sv.detach(), 0.0))
+        return r + (ds + dsrc) / count
+
+    def scatter_reduce_(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
+                        include_self: builtins.bool = True) -> Tensor:
+        if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
+            raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+        return self._inplace(lambda s: s.scatter_reduce(dim, index, src, reduce, include_self=include_self), src)
+
+    def take(self, index: Tensor) -> Tensor:
+        """Elements of the flattened tensor at ``index`` (any shape): ``x.take(i)`` is ``x.flatten()[i]``."""
+        ix = _int_index(index, "take")
+        n = self.numel()
+        if ix.size and (ix.max() >= n or ix.min() < -n):
+            bad = int(ix.max() if ix.max() >= n else ix.min())
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+        return self.reshape(-1)[Tensor._make(ix)]
+
+    def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """A copy with ``source`` written (or added) at flat positions ``index``."""
+        ix = _int_index(index, "put")
+        n = self.numel()
+        if ix.size and (ix.max() >= n or ix.min() < -n):
+            bad = int(ix.max() if ix.max() >= n else ix.min())
+            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+        if source.numel() != ix.size:
+            raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, "
+                               f"but got source.numel() = {source.numel()}, index.numel() = {ix.size}")
+        flat = self.reshape(-1).index_put((Tensor._make(ix.reshape(-1)),), source.reshape(-1), accumulate)
+        return flat.reshape(self.shape)
+
+    def put_(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        return self._inplace(lambda s: s.put(index, source, accumulate), source)
+
+    def unique(self, sorted: builtins.bool = True, return_inverse: builtins.bool = False,  # noqa: A002
+               return_counts: builtins.bool = False, dim: builtins.int | None = None) -> Any:
+        """The distinct values (slices along ``dim``), sorted; optionally the inverse and counts.
+
+        >>> lightgrad.tensor([3, 1, 3]).unique(return_counts=True)
+        (tensor([1, 3]), tensor([1, 2]))
+        """
+        d = None if dim is None else _dim(dim, self.ndim)
+        u, inv, cnt = B.unique(self._data, d)
+        return _unique_result(u, inv, cnt, return_inverse, return_counts)
+
+    def unique_consecutive(self, return_inverse: builtins.bool = False, return_counts: builtins.bool = False,
+                           dim: builtins.int | None = None) -> Any:
+        """Runs of equal consecutive values (slices along ``dim``) collapsed to one."""
+        d = None if dim is None else _dim(dim, self.ndim)
+        u, inv, cnt = B.unique_consecutive(self._data, d)
+        return _unique_result(u, inv, cnt, return_inverse, return_counts)
+
+    def bincount(self, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
+        """Counts of each non-negative integer (summed weights when given): [0, 2, 2] gives [1, 0, 2]."""
+        x = self._data
+        if x.dtype.kind not in "iu" or x.dtype == np.bool_:
+            raise NotImplementedError(f'"bincount_cpu" not implemented for \'{self.dtype.name.capitalize()}\'')
+        if x.ndim != 1 or (x.size and x.min() < 0):
+            raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs (got {x.ndim}-d, "
+                               f"min {x.min() if x.size else None})")
+        if weights is not None and tuple(weights.shape) != tuple(self.shape):
+            raise RuntimeError(f"weights should be 1-d and have the same length as input: got {list(weights.shape)} "
+                               f"for input {list(self.shape)}")
+        w = None if weights is None else _raw(weights)
+        out = B.bincount(x, w, minlength)
+        if w is None:
+            return Tensor._make(out.astype(np.int64))
+        return Tensor._make(out.astype(w.dtype if w.dtype.kind == "f" else np.float64))
+
+    def histc(self, bins: builtins.int = 100, min: Number = 0, max: Number = 0) -> Tensor:  # noqa: A002
+        """Histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0)."""
+        if self._data.dtype.kind != "f":
+            raise RuntimeError(f"torch.histc: input tensor and bins tensors should have the same dtype, "
+                               f"expected a floating point input, got {self.dtype.name.capitalize()}")
+        if bins <= 0:
+            raise RuntimeError(f"torch.histc(): bins must be > 0, but got {bins} for dimension 0")
+        lo, hi = builtins.float(min), builtins.float(max)
+        if lo == hi and self.numel():
+            lo, hi = builtins.float(self._data.min()), builtins.float(self._data.max())
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        if lo > hi:
+            raise RuntimeError(f"torch.histc(): max must be larger than min, got min {lo} and max {hi}")
+        counts, _ = B.histogram(self._data, bins, (lo, hi))
+        return Tensor._make(counts.astype(self._data.dtype))
 
     # ---- shape ---------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -1804,6 +2616,142 @@ def stack(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
     return cat([t.unsqueeze(d) for t in ts], d)
 
 
+# more math, BLAS-style, shapes (compat): helpers and the functions that are not Tensor methods
+
+_LN2 = math.log(2)
+
+
+def _float_operands(a: Tensor, b: Any) -> tuple[Tensor, Any]:
+    """a and b promoted to their common dtype, integers to the default float (b may stay a number)."""
+    x, y = _promote(a, b)
+    if x._data.dtype.kind != "f":
+        x, y = _promote(x.to(D.get_default_dtype()), y)
+    if isinstance(y, Tensor) and y._data.dtype.kind != "f":
+        x, y = _promote(x, y.to(D.get_default_dtype()))
+    if isinstance(y, Tensor) and x._data.shape != y._data.shape:
+        _check_broadcast(x._data.shape, y._data.shape)
+    return x, y
+
+
+def _check_expand(shape: tuple[builtins.int, ...], target: tuple[builtins.int, ...]) -> None:
+    """Raise as PyTorch's expand does unless ``shape`` broadcasts to ``target`` unchanged."""
+    lead = len(target) - len(shape)
+    if lead < 0 or any(s != t and s != 1 for s, t in zip(shape, target[lead:])):
+        bad = next((i for i in range(len(shape)) if lead < 0 or shape[i] not in (1, target[i + lead])), 0)
+        raise RuntimeError(f"The expanded size of the tensor ({target[bad + lead] if bad + lead >= 0 else '?'}) "
+                           f"must match the existing size ({shape[bad]}) at non-singleton dimension "
+                           f"{bad + max(lead, 0)}.  Target sizes: {list(target)}.  Tensor sizes: {list(shape)}")
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    """Sum over paired dims: ``dims=n`` pairs a's last n with b's first n; or ``([a dims], [b dims])``."""
+    if isinstance(dims, builtins.int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = ([dims[0]] if isinstance(dims[0], builtins.int) else list(dims[0]),
+                  [dims[1]] if isinstance(dims[1], builtins.int) else list(dims[1]))
+        if isinstance(dims, Tensor):
+            da, db = [builtins.int(v) for v in dims[0].tolist()], [builtins.int(v) for v in dims[1].tolist()]
+    if len(da) != len(db):
+        raise RuntimeError(f"both dimension lists should have same length, got {len(da)} and {len(db)}")
+    da, db = [_dim(d, a.ndim) for d in da], [_dim(d, b.ndim) for d in db]
+    for x, y in zip(da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} "
+                               f"and second has size {b.shape[y]} in dim {y}")
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    am = a.permute(*(fa + da)).reshape(-1, k)  # (free a, contracted)
+    bm = b.permute(*(db + fb)).reshape(k, -1)  # (contracted, free b)
+    return am.matmul(bm).reshape(tuple(a.shape[d] for d in fa) + tuple(b.shape[d] for d in fb))
+
+
+def _atleast(tensors: tuple[Any, ...], fix: Any) -> Any:
+    seq = len(tensors) == 1 and isinstance(tensors[0], list | tuple)
+    ts = [fix(_as_tensor(t)) for t in (tensors[0] if seq else tensors)]
+    return tuple(ts) if seq or len(ts) != 1 else ts[0]
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    """Tensors with at least one dim (0-d becomes shape (1,)); a tuple for several inputs."""
+    return _atleast(tensors, lambda t: t.reshape(1) if t.ndim == 0 else t)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    """Tensors with at least two dims: 0-d becomes (1, 1), 1-d (n,) becomes (1, n)."""
+    return _atleast(tensors, lambda t: t.reshape((1,) * (2 - t.ndim) + t.shape) if t.ndim < 2 else t)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    """Tensors with at least three dims: 0-d (1, 1, 1), 1-d (1, n, 1), 2-d (m, n, 1)."""
+    def fix(t: Tensor) -> Tensor:
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, -1, 1)
+        return t.unsqueeze(-1) if t.ndim == 2 else t
+    return _atleast(tensors, fix)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Stack as columns: 0-d and 1-d tensors become (n, 1) columns, then join along dim 1."""
+    return cat([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors], 1)
+
+
+def _tri_indices(fn: Any, row: builtins.int, col: builtins.int, offset: builtins.int, dtype: Any) -> Tensor:
+    r, c = fn(row, offset, col)
+    return Tensor._make(B.stack([r, c]).astype(D.to_dtype(dtype).np if dtype is not None else np.int64))
+
+
+def tril_indices(row: builtins.int, col: builtins.int, offset: builtins.int = 0, *, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    """(2, N) row and column indices of the lower triangle of a row x col matrix."""
+    return _tri_indices(B.tril_indices, row, col, offset, dtype)
+
+
+def triu_indices(row: builtins.int, col: builtins.int, offset: builtins.int = 0, *, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    """(2, N) row and column indices of the upper triangle of a row x col matrix."""
+    return _tri_indices(B.triu_indices, row, col, offset, dtype)
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """All combinations of the entries of 1-D tensors, as rows: shape (prod of sizes, n)."""
+    for i, t in enumerate(tensors):
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)} for input {i}")
+    if len(tensors) == 1:
+        return tensors[0]
+    n = len(tensors)
+    shape = tuple(t.shape[0] for t in tensors)
+    grids = [t.reshape((1,) * i + (-1,) + (1,) * (n - i - 1)).expand(shape) for i, t in enumerate(tensors)]
+    return stack(grids, -1).reshape(-1, n)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """A block-diagonal matrix of the inputs (0-d is 1 x 1, 1-d (n,) is 1 x n)."""
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} "
+                               f"has {t.ndim} dimensions")
+        blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not blocks:
+        return zeros(1, 0)
+    dt = D.result_type(*[b for b in blocks])
+    cols = builtins.sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        parts = [zeros(r, left, dtype=dt), b.to(dt), zeros(r, cols - left - c, dtype=dt)]
+        rows.append(cat([p for p in parts if p.shape[1]] or [parts[1]], 1))
+        left += c
+    return cat(rows, 0)
+
+
 def einsum(equation: str, *operands: Any) -> Tensor:
     """Einstein summation, e.g. ``einsum('bij,bjk->bik', a, b)``; '...' is supported."""
     ops = list(operands[0]) if len(operands) == 1 and isinstance(operands[0], list | tuple) else list(operands)
@@ -1833,6 +2781,89 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     dt = D.result_type(*ops)
     return F.Einsum.apply(*[o.to(dt) for o in ops], ins=tuple(ins), out=out)
+
+
+# ---- sorting, searching and indexing (compat): result types and free functions ----------------
+class return_types:  # noqa: N801 - PyTorch's name
+    """One named tuple type per result kind, as ``torch.return_types``: ``x.sort()`` is a ``sort``."""
+
+    sort = namedtuple("sort", ["values", "indices"])
+    topk = namedtuple("topk", ["values", "indices"])
+    kthvalue = namedtuple("kthvalue", ["values", "indices"])
+    median = namedtuple("median", ["values", "indices"])
+    nanmedian = namedtuple("nanmedian", ["values", "indices"])
+    mode = namedtuple("mode", ["values", "indices"])
+    cummax = namedtuple("cummax", ["values", "indices"])
+    cummin = namedtuple("cummin", ["values", "indices"])
+    aminmax = namedtuple("aminmax", ["min", "max"])
+
+
+def _unique_result(u: np.ndarray, inv: np.ndarray, cnt: np.ndarray, return_inverse: builtins.bool,
+                   return_counts: builtins.bool) -> Any:
+    out = [Tensor._make(u)]
+    if return_inverse:
+        out.append(Tensor._make(inv))
+    if return_counts:
+        out.append(Tensor._make(cnt))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: builtins.bool = False,
+         invert: builtins.bool = False) -> Tensor:
+    """Whether each element is in ``test_elements``: ``isin(tensor([1, 2]), tensor([2]))`` is [False, True]."""
+    e, t = _raw(_as_tensor(elements)), _raw(_as_tensor(test_elements))
+    return Tensor._make(np.asarray(B.isin(e, t, assume_unique=assume_unique, invert=invert)))
+
+
+def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: builtins.bool = False,
+                 right: builtins.bool = False, side: str | None = None, sorter: Tensor | None = None) -> Tensor:
+    """Where ``values`` would be inserted into ``sorted_sequence`` (its last dim) to keep it sorted."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of "
+                               "left while right was True")
+        right = side == "right"
+    seq = _raw(_as_tensor(sorted_sequence))
+    if sorter is not None:
+        seq = B.take_along_axis(seq, _int_index(sorter, "searchsorted"), -1)
+    scalar = not isinstance(values, Tensor)
+    v = _raw(_as_tensor(values))
+    if seq.ndim > 1 and (v.ndim != seq.ndim or v.shape[:-1] != seq.shape[:-1]):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                           f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                           f"boundaries tensor {list(seq.shape)} and input value tensor {list(v.shape)}")
+    if scalar and seq.ndim > 1:
+        raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor "
+                           f"dimension is 1, but we got boundaries tensor dim({seq.ndim})")
+    out = B.searchsorted(seq, v, right)
+    return Tensor._make(np.asarray(out, np.int32 if out_int32 else np.int64))
+
+
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: builtins.bool = False,  # noqa: A002
+              right: builtins.bool = False) -> Tensor:
+    """The bucket of each element: i with boundaries[i-1] < x <= boundaries[i] (< with ``right``)."""
+    b = _as_tensor(boundaries)
+    if b.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
+    return searchsorted(b, input, out_int32=out_int32, right=right)
+
+
+def std_mean(input: Tensor, dim: Any = None, unbiased: builtins.bool | None = None,  # noqa: A002
+             keepdim: builtins.bool = False, *, correction: builtins.float | None = None) -> tuple[Tensor, Tensor]:
+    """(std, mean) over ``dim``, as two reductions: ``std_mean(x, 0)``."""
+    if isinstance(dim, bool):  # legacy std_mean(x, unbiased)
+        dim, unbiased = None, dim
+    return (input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim))
+
+
+def var_mean(input: Tensor, dim: Any = None, unbiased: builtins.bool | None = None,  # noqa: A002
+             keepdim: builtins.bool = False, *, correction: builtins.float | None = None) -> tuple[Tensor, Tensor]:
+    """(var, mean) over ``dim``: ``var_mean(x, 0)``."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return (input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim))
 
 
 # ---- creation ----------------------------------------------------------------------------------
