@@ -282,11 +282,33 @@ def _ufunc_into(f: Any, args: tuple[Any, ...], out: np.ndarray, **kw: Any) -> np
 
 # ---- elementwise -------------------------------------------------------------------------------
 
+_BITS: dict[Any, Any] = {np.dtype(np.float32): np.uint32, np.dtype(np.float64): np.uint64}  # same-size unsigned views
+_WHERE_BITS_MIN = 1 << 14  # below this many entries the mask's setup costs more than a copy saves
+
+
+def _plus_zero(v: Any) -> bool:
+    """Whether v is a scalar +0 (a Python number, NumPy scalar or 0-d array; not -0.0)."""
+    if isinstance(v, np.ndarray) and v.ndim == 0 or isinstance(v, int | float | np.integer | np.floating):
+        return bool(v == 0) and not np.signbit(v)
+    return False
+
+
 def where(c: Array, x: Array, y: Array) -> Array:
     if not (_arr(x) and _arr(y) and isinstance(c, np.ndarray) and c.dtype == np.bool_):
         return np.where(c, x, y)
     shape = broadcast_shape(broadcast_shape(c.shape, _shape(x)), _shape(y))
     out = empty(shape, np.result_type(x, y))
+    bits = _BITS.get(out.dtype)
+    if bits is not None and c.size < out.size and out.size >= _WHERE_BITS_MIN:
+        # one branch +0.0 and the other an array of the result's dtype (a masked_fill's backward):
+        # the array's bits ANDed with all-ones or all-zeros per position of the broadcast mask, in
+        # one pass instead of two copies (0.6x the time; NaN and -0.0 kept bit for bit)
+        if _plus_zero(x) and isinstance(y, np.ndarray) and y.dtype == out.dtype:
+            _ufunc_into(np.bitwise_and, (y.view(bits), np.where(c, bits(0), ~bits(0))), out.view(bits))
+            return out
+        if _plus_zero(y) and isinstance(x, np.ndarray) and x.dtype == out.dtype:
+            _ufunc_into(np.bitwise_and, (x.view(bits), np.where(c, ~bits(0), bits(0))), out.view(bits))
+            return out
     # two copies, the second masked: several times faster than np.where when c or a value is
     # broadcast (a causal mask over a batch of attention scores)
     _copy_into(out, y)
@@ -465,6 +487,13 @@ def add_at(out: Array, index: Any, v: Array) -> None:
         starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
         # the gathered rows and their sums are as large as v: from the arena when one is active
         vv = v.reshape(flat.size, -1)
+        if starts.size == flat.size:  # no row repeats (positions 0..L-1): each adds to its own row
+            o2 = out.reshape(out.shape[0], -1)
+            picked = empty(vv.shape, vv.dtype)
+            np.take(o2, flat, axis=0, out=picked, mode="wrap")
+            np.add(picked, vv, out=picked)
+            o2[flat] = picked
+            return
         picked = empty(vv.shape, vv.dtype)
         np.take(vv, order, axis=0, out=picked, mode="wrap")  # (in range: mode="raise" would copy via a buffer)
         sums = empty((starts.size, vv.shape[1]), vv.dtype)
@@ -898,9 +927,10 @@ def exp_sums(x: Array, axis: int) -> tuple[Array, Array, Array | None]:
 
 
 def softmax(x: Array, axis: int) -> Array:
-    """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array."""
+    """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array: the exponentials times
+    1 / sum, as PyTorch's kernel computes it (a multiply per entry, 20% faster than a divide)."""
     e, s, _ = exp_sums(x, axis)
-    return _ufunc_into(np.true_divide, (e, s), e)
+    return _ufunc_into(np.multiply, (e, _ufunc_into(np.true_divide, (1, s), s)), e)  # (s is fresh)
 
 
 def matmul(x: Array, y: Array) -> Array:
