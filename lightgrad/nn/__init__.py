@@ -18,3 +18,4 @@ from .norm import *  # noqa: F403
 from .parameter import Buffer, Parameter
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
+from .transformer import *  # noqa: F403

@@ -150,6 +150,11 @@ class MultiheadAttention(Module):
         if is_causal and attn_mask is None:
             raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                                "module method `generate_square_subsequent_mask` to create this mask.")
+        # PyTorch trusts the hint when nothing else needs the mask: it drops attn_mask (unchecked)
+        # and lets scaled_dot_product_attention build the causal mask
+        causal = is_causal and key_padding_mask is None and not need_weights
+        if causal:
+            attn_mask = None
         dt = query.dtype
         kpm = _float_mask(key_padding_mask, dt, "key_padding_mask")
         mask = _float_mask(attn_mask, dt, "attn_mask")
@@ -198,7 +203,7 @@ class MultiheadAttention(Module):
             if mask is not None:
                 mask = mask.unsqueeze(0) if mask.shape[0] == 1 else mask.reshape(bsz, h, -1, src)
             out = F.scaled_dot_product_attention(q.reshape(bsz, h, tgt, hd), k.reshape(bsz, h, src, hd),
-                                                 v.reshape(bsz, h, src, hd), mask, p)
+                                                 v.reshape(bsz, h, src, hd), mask, p, is_causal=causal)
             out = out.reshape(bsz * h, tgt, hd)
         out = out.transpose(0, 1).reshape(tgt * bsz, e)
         out = self.out_proj(out).reshape(tgt, bsz, e)
