@@ -32,7 +32,7 @@ def test_blocked_input_gradient_matches_torch(monkeypatch: pytest.MonkeyPatch, x
                                               ws: tuple[int, ...], kw: dict[str, Any], images_per_block: int,
                                               dtype: np.dtype, tol: float, weight_grad: bool) -> None:
     """7 images in blocks of 1, 3 (3 + 3 + 1), 7 and more than 7: the same gradients as PyTorch,
-    from the channels-last gradient (made for the weight's gradient) or from the NCHW one."""
+    with and without the weight's gradient asked for."""
     kk_bytes = xs[2] * xs[3] * ws[2] * ws[3] * ws[0] * np.dtype(dtype).itemsize  # one image's gradient columns
     monkeypatch.setattr(_spatial, "_BLOCK_BYTES", images_per_block * kk_bytes)
     x, w, b = (RNG.standard_normal(s).astype(dtype) for s in (xs, ws, (ws[0],)))

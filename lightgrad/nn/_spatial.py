@@ -169,15 +169,15 @@ def _cols_last(xp: np.ndarray, k: tuple[int, int], d: tuple[int, int], out_hw: t
 _BLOCK_BYTES = 1 << 20
 
 
-def _cols_matmul(x: np.ndarray, last: bool, pads: tuple[int, int, int, int], k: tuple[int, int],
+def _cols_matmul(x: np.ndarray, pads: tuple[int, int, int, int], k: tuple[int, int],
                  d: tuple[int, int], out_hw: tuple[int, int], wm: np.ndarray) -> np.ndarray:
-    """``_cols_last`` of x zero-padded by ``pads``, times ``wm``: (N*Ho*Wo, O), for x (N, C, H, W)
-    or, when ``last``, (N, H, W, C). A few images at a time, each block padded, cut into columns
+    """``_cols_last`` of x (N, C, H, W) zero-padded by ``pads``, times ``wm``: (N*Ho*Wo, O).
+    A few images at a time, each block padded channels-last, cut into columns
     and multiplied in buffers reused from block to block, so that the product reads columns
     still in cache instead of all of them written out to memory and read back. Measured on the
     input gradient of a 64x16x14x14 -> 32 channel 3x3 convolution (columns 14 MB): its CNN
     training step 15.9 -> 14.5 ms."""
-    n, h, w, c = x.shape if last else (x.shape[0], x.shape[2], x.shape[3], x.shape[1])
+    n, c, h, w = x.shape
     ho, wo = out_hw
     kk = k[0] * k[1] * c
     rows = ho * wo
@@ -188,7 +188,7 @@ def _cols_matmul(x: np.ndarray, last: bool, pads: tuple[int, int, int, int], k: 
     xp = B.empty((nb, h + pt + pb, w + pl + pr, c), x.dtype)
     _zero_border(xp, pads, h, w)  # once: each block rewrites only the interior
     inner = xp[:, pt:pt + h, pl:pl + w]
-    src = x if last else x.transpose(0, 2, 3, 1)
+    src = x.transpose(0, 2, 3, 1)
     win = _windows_last(xp, k, d, out_hw)
     dst = _split(buf, ((nb, ho, wo), (k[0], k[1], c)))  # views made once: a block is a slice of each
     for n0 in range(0, n, nb):
@@ -196,6 +196,24 @@ def _cols_matmul(x: np.ndarray, last: bool, pads: tuple[int, int, int, int], k: 
         np.copyto(inner[:m], src[n0:n0 + m])
         np.copyto(dst[:m], win[:m])
         B.matmul_into(buf[:m * rows], wm, out[n0 * rows:(n0 + m) * rows])
+    return out
+
+
+# Bytes of the per-image products ``_image_products_sum`` holds at once (before summing them)
+_SUM_BYTES = 4 << 20
+
+
+def _image_products_sum(g: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """sum over n of g[n] @ cols[n], for g (N, O, L) and cols (N, L, K): the weight gradient of
+    a convolution, (O, K), as one product per image, a bounded chunk of images at a time (the
+    products are N*O*K values). Against one long-K product of all columns with g made
+    channels-last, it needs no transposed copy of g and each product reads one image's columns:
+    the CNN training step (64x16x14x14 -> 32 channels, 3x3) 0.4-0.5 ms faster (of 13)."""
+    n, o, _ = g.shape
+    nb = max(1, min(n, _SUM_BYTES // (o * cols.shape[2] * g.itemsize)))
+    out = B.sum(B.matmul(g[:nb], cols[:nb]), axis=0)
+    for n0 in range(nb, n, nb):
+        B.iadd(out, B.sum(B.matmul(g[n0:n0 + nb], cols[n0:n0 + nb]), axis=0))
     return out
 
 
@@ -226,7 +244,8 @@ _LAST_MIN_CHANNELS = 8
 class ConvStride1(Fn.Conv2d):
     """Conv2d (groups 1, stride 1) as plain matrix products with the bias folded in: the columns
     carry a row (or column) of ones, the weight matrix the bias, so the forward is one product
-    and the weight and bias gradients are one product of the gradient with the same columns.
+    and the weight and bias gradients are products of the gradient with the same columns (one
+    per image, summed: ``_image_products_sum``).
 
     With several input channels the columns are channels-last, (N*Ho*Wo, kh*kw*C + 1): the copy's
     inner runs are C contiguous values (not a handful of W's as in NCHW), and each product is
@@ -283,24 +302,19 @@ class ConvStride1(Fn.Conv2d):
         kk = kh * kw * c
         ho, wo = g.shape[2:]
         gx = gw = gb = None
-        gl = None  # the gradient channels-last, (N, Ho, Wo, O), when the weight needs it
         if self.needs(1) or self.needs(2):
-            if self.last:
-                gl = B.empty((n, ho, wo, o), g.dtype)
-                np.copyto(gl, g.transpose(0, 2, 3, 1))
-                # (kh*kw*C [+1], O): columns first is the faster product (K = N*Ho*Wo is long)
-                gwb = B.matmul(B.swapaxes(cols, 0, 1), B.reshape(gl, (-1, o)))
-                if self.needs(1):
+            # (O, kh*kw*C [+1]) as one product per image, summed; the columns are (N, Ho*Wo, K)
+            # channels-last, (N, K, Ho*Wo) else
+            cn = B.reshape(cols, (n, ho * wo, -1)) if self.last else B.swapaxes(cols, 1, 2)
+            gwb = _image_products_sum(B.reshape(g, (n, o, ho * wo)), cn)
+            if self.needs(1):
+                if self.last:
                     gw = B.empty(w.shape, w.dtype)
-                    np.copyto(gw, gwb[:kk].reshape(kh, kw, c, o).transpose(3, 2, 0, 1))
-                if self.needs(2):
-                    gb = B.copy(gwb[kk])
-            else:
-                gwb = B.sum(B.matmul(B.reshape(g, (n, o, ho * wo)), B.swapaxes(cols, 1, 2)), axis=0)
-                if self.needs(1):
+                    np.copyto(gw, gwb[:, :kk].reshape(o, kh, kw, c).transpose(0, 3, 1, 2))
+                else:
                     gw = B.reshape(B.copy(gwb[:, :kk]), w.shape)
-                if self.needs(2):
-                    gb = B.copy(gwb[:, kk])
+            if self.needs(2):
+                gb = B.copy(gwb[:, kk])
         if self.needs(0) and not (self.last and 4 * c >= o):
             wt = B.swapaxes(B.reshape(w, (o, kk)), 0, 1)  # (C*kh*kw, O)
             gx = Fn._col2im(B.matmul(wt, B.reshape(g, (n, o, ho * wo))), x.shape, k, s, d, pads)
@@ -312,7 +326,7 @@ class ConvStride1(Fn.Conv2d):
             wf = B.empty((kh, kw, o, c), w.dtype)
             np.copyto(wf, w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1))
             wf2 = B.reshape(wf, (kh * kw * o, c))  # (kh*kw*O, C)
-            y = _cols_matmul(g if gl is None else gl, gl is not None, gpads, k, d, (h, wd), wf2)
+            y = _cols_matmul(g, gpads, k, d, (h, wd), wf2)
             gx = _to_first(y, x.shape)
         return gx, gw, gb
 
