@@ -9,12 +9,14 @@ from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .embedding import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Module
 from .norm import *  # noqa: F403
+from .padding import *  # noqa: F403
 from .parameter import Buffer, Parameter
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403

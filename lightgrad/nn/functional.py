@@ -913,3 +913,694 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 
 from ._spatial import *  # noqa: E402, F401, F403
+
+
+# ---- compat layers -----------------------------------------------------------------------------
+# Layers PyTorch code commonly reaches for, all composed from Tensor ops (gradients come for free);
+# the 3-D pools run as two 2-D pools, because max and box sums are separable across axes.
+
+from ._spatial import _adaptive_avg, _batched, _tuple  # noqa: E402
+from ._spatial import adaptive_max_pool1d as _adaptive_max_pool1d  # noqa: E402
+from ._spatial import adaptive_max_pool2d as _adaptive_max_pool2d  # noqa: E402
+from ._spatial import avg_pool2d as _avg_pool2d  # noqa: E402
+from ._spatial import max_pool1d as _max_pool1d  # noqa: E402
+from ._spatial import max_pool2d as _max_pool2d  # noqa: E402
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C r^2, H, W) -> (*, C, H r, W r).
+
+    >>> F.pixel_shuffle(lightgrad.randn(1, 8, 3, 3), 2).shape
+    lightgrad.Size([1, 2, 6, 6])
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_shuffle expects a positive upscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           f"upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)  # (*, C, H, r, W, r)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H r, W r) -> (*, C r^2, H, W), the inverse of pixel_shuffle.
+
+    >>> F.pixel_unshuffle(lightgrad.randn(1, 2, 6, 6), 2).shape
+    lightgrad.Size([1, 8, 3, 3])
+    """
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.ndim} dimension(s)")
+    if r <= 0:
+        raise RuntimeError(f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
+    *lead, c, h, w = input.shape
+    if h % r:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {r}")
+    if w % r:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)  # (*, C, r, r, H, W)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels (dim 1) of ``groups`` groups: (N, g*k, *) viewed (N, g, k, *) -> (N, k, g, *).
+
+    >>> F.channel_shuffle(lightgrad.arange(4.0).reshape(1, 4, 1), 2).flatten().tolist()
+    [0.0, 2.0, 1.0, 3.0]
+    """
+    if input.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
+                           f"{list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    n, c, *rest = input.shape
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+def pdist(input: Tensor, p: float = 2) -> Tensor:
+    """p-norm distances between all row pairs i < j of an (N, M) input, shape (N(N-1)/2,).
+
+    >>> F.pdist(lightgrad.tensor([[0.0, 0.0], [3.0, 4.0]]))
+    tensor([5.])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    d = input[Tensor._make(i)] - input[Tensor._make(j)]  # (P, M)
+    if p == math.inf:
+        # PyTorch's gradient goes in full to every tied maximum (not split between them as amax's does)
+        a = d.abs()
+        top = Tensor._make(a._data == a._data.max(1, keepdims=True, initial=0))
+        tied = where(top, a, 0.0).sum(1)
+        return a.detach().amax(1) + (tied - tied.detach()) if d.shape[1] else tied
+    if p == 0:  # the number of differing coordinates: a zero gradient, though still a graph node
+        return (d * 0).sum(1) + _const((d._data != 0).sum(1), d)
+    # identical rows: distance 0 with gradient 0, as PyTorch (a p-norm's gradient is 0/0 there)
+    same = Tensor._make((d._data == 0).all(1, keepdims=True))
+    return where(same.squeeze(1), 0.0, where(same, 1.0, d).norm(p, 1))
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """x / (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta (zero-padded).
+
+    >>> F.local_response_norm(lightgrad.ones(1, 4, 2, 2), 2).shape
+    lightgrad.Size([1, 4, 2, 2])
+    """
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} dimensions)")
+    if input.numel() == 0:
+        return input
+    sq = input * input
+    c = input.shape[1]
+    padded = pad(sq.movedim(1, -1), (size // 2, (size - 1) // 2))  # channels last, zero-padded
+    win = padded.narrow(-1, 0, c)
+    for s in range(1, size):
+        win = win + padded.narrow(-1, s, c)
+    div = (win.movedim(-1, 1) * (alpha / size) + k) ** beta
+    return input / div
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """softmax((logits + Gumbel noise) / tau); with ``hard`` a one-hot of its argmax whose gradient is
+    the soft sample's (straight-through). The noise comes from lightgrad's global generator.
+
+    >>> F.gumbel_softmax(lightgrad.zeros(2, 3), hard=True).sum(-1).tolist()
+    [1.0, 1.0]
+    """
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    from ..tensor import empty_like, zeros_like
+    gumbels = -empty_like(logits.detach()).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.detach().argmax(dim, keepdim=True)
+    y_hard = zeros_like(logits.detach()).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+# ---- compat layers: losses
+
+def _check_margin_target(name: str, input: Tensor, target: Tensor) -> tuple[Tensor, Tensor, np.ndarray]:
+    """(N, C) scores and (N,) class indices for multi_margin_loss; 1-D input is one sample."""
+    if input.ndim not in (1, 2) or input.numel() == 0 and input.ndim == 1:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    t = target._data.reshape(-1) if target.ndim <= 1 else target._data
+    if t.ndim != 1 or t.shape[0] != x.shape[0]:
+        raise RuntimeError(f"{name}: target tensor should be 1-D with size equal to the number of input samples "
+                           f"(batch size). Expected target size [{x.shape[0]}], but got {list(target.shape)}. "
+                           f"Input has shape {list(input.shape)}.")
+    if t.size and (t.min() < 0 or t.max() >= x.shape[1]):
+        raise RuntimeError("target out of range")
+    return x, target, t.astype(np.int64)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                      size_average: bool | None = None, reduce: bool | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """Multi-class hinge: sum over j != y of max(0, margin - x[y] + x[j])^p (times weight[y]) / C.
+
+    >>> F.multi_margin_loss(lightgrad.tensor([[0.1, 0.2, 0.4, 0.8]]), lightgrad.tensor([3]))
+    tensor(0.3250)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, _, t = _check_margin_target("multi_margin_loss", input, target)
+    c = x.shape[1]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got {list(weight.shape)}")
+    tix = Tensor._make(t[:, None])
+    z = (x - x.gather(1, tix) + margin).clamp(min=0)  # (N, C)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[Tensor._make(t)].unsqueeze(1)
+    other = Tensor._make(np.arange(c)[None, :] != t[:, None])
+    loss = where(other, z, 0.0).sum(1) / c
+    if input.ndim == 1 and reduction == "none":
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Multi-label hinge: sum over target classes j and non-target k of max(0, 1 - (x[j] - x[k])) / C;
+    each target row lists class indices and ends at the first -1.
+
+    >>> F.multilabel_margin_loss(lightgrad.tensor([[0.1, 0.2, 0.4, 0.8]]), lightgrad.tensor([[3, 0, -1, 1]]))
+    tensor(0.8500)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if input.ndim not in (0, 1, 2) or input.ndim == 2 and input.shape[1] == 0:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    t = target._data.reshape(x.shape).astype(np.int64)
+    n, c = x.shape
+    if t.size and (t.min() < -1 or t.max() >= c):
+        raise RuntimeError("argument #2 'target' is out of range")
+    # valid[i, j]: target slot j is before row i's first -1
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    safe = np.where(valid, t, 0)
+    is_target = np.zeros((n, c), bool)
+    rows = np.broadcast_to(np.arange(n)[:, None], t.shape)
+    is_target[rows[valid], safe[valid]] = True
+    xt = x.gather(1, Tensor._make(safe))  # (N, C): the score of each listed target
+    hinge = (1 - xt.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)  # (N, slot, class)
+    mask = Tensor._make(valid[:, :, None] & ~is_target[:, None, :])
+    loss = where(mask, hinge, 0.0).sum((1, 2)) / c
+    if input.ndim < 2 and reduction == "none":
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """Per-class logistic loss averaged over the C classes (last dim).
+
+    >>> F.multilabel_soft_margin_loss(lightgrad.zeros(1, 2), lightgrad.ones(1, 2))
+    tensor(0.6931)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    cdim = input.ndim - 1
+    loss = loss.sum(cdim) / input.shape[cdim]
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    """0.5 (log var + (input - target)^2 / var) (+ 0.5 log 2 pi if ``full``); var is clamped at eps in value only.
+
+    >>> F.gaussian_nll_loss(lightgrad.zeros(2), lightgrad.zeros(2), lightgrad.ones(2))
+    tensor(0.)
+    """
+    if isinstance(var, float | int):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = _const(np.full(input.shape, float(var)), input)
+    elif var.numel() and bool((var._data < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (input.ndim == var.ndim and
+                  sum(y for a, y in zip(input.shape, var.shape, strict=True) if a != y) == 1):
+            raise ValueError(f"var is of incorrect size: expected {list(input.shape)}, "
+                             f"{list(input.shape[:-1])} or one broadcast dim, got {list(var.shape)}")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = _clamp_value_only(var, eps)  # PyTorch clamps under no_grad: the gradient passes unclamped
+    d = input - target
+    loss = (var.log() + d * d / var) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Callable[[Tensor, Tensor], Tensor] | None = None,
+                                      margin: float = 1.0, swap: bool = False, reduction: str = "mean") -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) with any distance function (pairwise_distance by default).
+
+    >>> F.triplet_margin_with_distance_loss(lightgrad.zeros(1, 2), lightgrad.zeros(1, 2), lightgrad.ones(1, 2))
+    tensor(0.)
+    """
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same number of "
+                           f"dimensions, but got: anchor {anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    dist = distance_function if distance_function is not None else pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = d_neg.minimum(dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+# ---- compat layers: pooling
+
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """``max_pool1d(..., return_indices=True)``: (values, argmax positions along L)."""
+    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """``max_pool2d(..., return_indices=True)``: (values, flat argmax positions in each H*W plane)."""
+    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _pool3d_input(name: str, input: Tensor) -> tuple[Tensor, bool]:
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"{name}: Expected 4D or 5D (batch mode) tensor for input, but got: "
+                           f"{list(input.shape)}")
+    return _batched(input, 3, name)
+
+
+def _merge3d(idx_hw: Tensor, idx_d: Tensor, hw: int, plane: int) -> Tensor:
+    """Flat D*H*W argmax from a first pass's H*W indices (N, C, D, P) and the second pass's (N, C, Do, P)
+    positions in its (D, P) plane."""
+    d = Tensor._make(idx_d._data // plane)
+    j = idx_hw.gather(2, d)
+    return Tensor._make(d._data * hw + j._data)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
+               ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """3-D max pooling over (N, C, D, H, W): a 2-D pool over (H, W), then one over D.
+
+    >>> F.max_pool3d(lightgrad.randn(1, 1, 4, 4, 4), 2).shape
+    lightgrad.Size([1, 1, 2, 2, 2])
+    """
+    x, batched = _pool3d_input("max_pool3d", input)
+    k = _tuple(kernel_size, 3, "kernel_size")
+    s = k if stride is None or (isinstance(stride, Sequence) and not len(stride)) else _tuple(stride, 3, "stride")
+    p, dl = _tuple(padding, 3, "padding"), _tuple(dilation, 3, "dilation")
+    n, c, dd, h, w = x.shape
+    y, i1 = _max_pool2d(x.reshape(n, c * dd, h, w), k[1:], s[1:], p[1:], dl[1:], ceil_mode, True)
+    ho, wo = y.shape[2:]
+    y, i2 = _max_pool2d(y.reshape(n, c, dd, ho * wo), (k[0], 1), (s[0], 1), (p[0], 0), (dl[0], 1), ceil_mode, True)
+    out = y.reshape(n, c, -1, ho, wo)
+    if not batched:
+        out = out.squeeze(0)
+    if not return_indices:
+        return out
+    idx = _merge3d(i1.reshape(n, c, dd, ho * wo), i2, h * w, ho * wo).reshape(n, c, -1, ho, wo)
+    return out, idx if batched else idx.squeeze(0)
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                            dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """``max_pool3d(..., return_indices=True)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """3-D average pooling over (N, C, D, H, W): window sums and counts factor over the axes.
+
+    >>> F.avg_pool3d(lightgrad.ones(1, 1, 4, 4, 4), 2).shape
+    lightgrad.Size([1, 1, 2, 2, 2])
+    """
+    x, batched = _pool3d_input("avg_pool3d", input)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    k = _tuple(kernel_size, 3, "kernel_size")
+    s = k if stride is None or (isinstance(stride, Sequence) and not len(stride)) else _tuple(stride, 3, "stride")
+    p = _tuple(padding, 3, "padding")
+    n, c, dd, h, w = x.shape
+    div = None if divisor_override is None else 1  # sums, divided once at the end
+    y = _avg_pool2d(x.reshape(n, c * dd, h, w), k[1:], s[1:], p[1:], ceil_mode, count_include_pad, div)
+    ho, wo = y.shape[2:]
+    y = _avg_pool2d(y.reshape(n, c, dd, ho * wo), (k[0], 1), (s[0], 1), (p[0], 0), ceil_mode, count_include_pad, div)
+    out = y.reshape(n, c, -1, ho, wo)
+    if divisor_override is not None:
+        out = out / divisor_override
+    return out if batched else out.squeeze(0)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """Average over adaptive windows to a fixed (D, H, W) output (None keeps a size).
+
+    >>> F.adaptive_avg_pool3d(lightgrad.randn(1, 2, 5, 6, 7), 1).shape
+    lightgrad.Size([1, 2, 1, 1, 1])
+    """
+    return _adaptive_avg("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """Max over adaptive windows to a fixed (D, H, W) output: a 2-D adaptive pool over (H, W), then over D.
+
+    >>> F.adaptive_max_pool3d(lightgrad.randn(1, 2, 5, 6, 7), 2).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+    x, batched = _pool3d_input("adaptive_max_pool3d", input)
+    if isinstance(output_size, int | np.integer) or output_size is None:
+        output_size = (output_size,) * 3
+    if len(output_size) != 3:
+        raise ValueError(f"adaptive_max_pool3d: output_size must be an int or 3 values, got {output_size}")
+    o = tuple(x.shape[2 + i] if v is None else int(v) for i, v in enumerate(output_size))
+    n, c, dd, h, w = x.shape
+    y, i1 = _adaptive_max_pool2d(x.reshape(n, c * dd, h, w), o[1:], True)
+    ho, wo = y.shape[2:]
+    y, i2 = _adaptive_max_pool2d(y.reshape(n, c, dd, ho * wo), (o[0], ho * wo), True)
+    out = y.reshape(n, c, o[0], ho, wo)
+    idx = _merge3d(i1.reshape(n, c, dd, ho * wo), i2, h * w, ho * wo).reshape(out.shape) if return_indices else None
+    if not batched:
+        out = out.squeeze(0)
+        idx = idx.squeeze(0) if idx is not None else None
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return _adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def _unpool_output_size(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], p: tuple[int, ...],
+                        output_size: Any) -> tuple[int, ...]:
+    nd = len(k)
+    default = tuple((x.shape[-nd + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(nd))
+    if output_size is None:
+        return default
+    out = tuple(int(v) for v in output_size)
+    if len(out) == nd + 2:
+        out = out[2:]
+    if len(out) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(out)}'")
+    for i in range(nd):
+        lo, hi = default[i] - s[i], default[i] + s[i]
+        if not lo < out[i] < hi:
+            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {i} must be between {lo} and {hi})')
+    return out
+
+
+def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, padding: Any,
+                output_size: Any) -> Tensor:
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a "
+                           f"tensor with {input.ndim} dimensions.")
+    if indices._data.dtype != np.int64:
+        scalar = indices.type().split(".")[-1][:-len("Tensor")]  # PyTorch's scalar-type name: Float, Int, ...
+        raise RuntimeError(f"elements in indices should be type int64 but got: {scalar}")
+    if indices.shape != input.shape:
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    k = _tuple(kernel_size, nd, "kernel_size")
+    s = k if stride is None or (isinstance(stride, Sequence) and not len(stride)) else _tuple(stride, nd, "stride")
+    p = _tuple(padding, nd, "padding")
+    out = _unpool_output_size(input, k, s, p, output_size)
+    size = math.prod(out)
+    ix = indices._data
+    if ix.size and (ix.min() < 0 or ix.max() >= size):
+        bad = int(ix.min()) if ix.min() < 0 else int(ix.max())
+        raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
+                           f"{'x'.join(map(str, out))})")
+    lead = tuple(input.shape[:-nd])
+    m = math.prod(input.shape[-nd:])
+    flat = input.reshape(*lead, m)
+    base = Tensor._make(np.zeros(lead + (size,), input._data.dtype))
+    return base.scatter(-1, Tensor._make(ix.reshape(lead + (m,))), flat).reshape(*lead, *out)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """Partial inverse of max_pool1d: values put back at their ``indices``, zeros elsewhere.
+
+    >>> y, i = F.max_pool1d(lightgrad.randn(1, 1, 4), 2, return_indices=True); F.max_unpool1d(y, i, 2).shape
+    lightgrad.Size([1, 1, 4])
+    """
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """Partial inverse of max_pool2d: values put back at their flat H*W ``indices``, zeros elsewhere.
+
+    >>> y, i = F.max_pool2d(lightgrad.randn(1, 1, 4, 4), 2, return_indices=True); F.max_unpool2d(y, i, 2).shape
+    lightgrad.Size([1, 1, 4, 4])
+    """
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,
+                 output_size: Any = None) -> Tensor:
+    """Partial inverse of max_pool3d."""
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
+# ---- compat layers: spatial transformers
+
+def _align_default(align_corners: bool | None) -> bool:
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                      "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                      "grid_sample for details.", stacklevel=3)
+        return False
+    return align_corners
+
+
+def _base_coords(steps: int, align_corners: bool) -> np.ndarray:
+    if steps <= 1:
+        return np.zeros(max(steps, 0))
+    r = np.linspace(-1.0, 1.0, steps)
+    return r if align_corners else r * (steps - 1) / steps
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None) -> Tensor:
+    """Sampling grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine maps ``theta`` (N, 2, 3) (or (N, 3, 4)),
+    in [-1, 1] coordinates, for grid_sample.
+
+    >>> F.affine_grid(lightgrad.eye(2, 3).unsqueeze(0), (1, 1, 4, 4), align_corners=False).shape
+    lightgrad.Size([1, 4, 4, 2])
+    """
+    align = _align_default(align_corners)
+    size = tuple(int(v) for v in size)
+    if theta._data.dtype.kind != "f":
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) not in (4, 5):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    nd = len(size) - 2
+    if theta.ndim != 3 or tuple(theta.shape[-2:]) != (nd, nd + 1):
+        raise ValueError(f"Expected a batch of {nd}D affine matrices of shape Nx{nd}x{nd + 1} for size {size}. "
+                         f"Got {theta.shape}.")
+    spatial = size[2:]
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:
+        raise RuntimeError(f"affine_grid: expected theta batch size {size[0]}, got {theta.shape[0]} "
+                           f"(theta of shape {list(theta.shape)})")
+    if align and max(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
+                      "align_corners=True. This is not an intended use case of affine_grid. See the "
+                      "documentation of affine_grid for details.", stacklevel=2)
+    # base (*spatial, nd + 1): x varies along the last axis (W), then y (H), then z (D); last column is 1
+    mesh = np.meshgrid(*[_base_coords(n, align) for n in spatial], indexing="ij")  # [z,] y, x order
+    base = np.stack(list(reversed(mesh)) + [np.ones(spatial)], -1).astype(theta._data.dtype)
+    npts = math.prod(spatial)
+    grid = Tensor._make(base.reshape(1, npts, -1)).matmul(theta.transpose(1, 2))  # (N, npts, nd)
+    return grid.reshape(size[0], *spatial, len(spatial))
+
+
+def _unnormalize(coord: Tensor, size: int, align: bool) -> Tensor:
+    if align:
+        return (coord + 1) * ((size - 1) / 2)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(x: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """Reflect coordinates into [twice_low / 2, twice_high / 2] as PyTorch's reflect_coordinates."""
+    if twice_low == twice_high:
+        return x * 0
+    lo = twice_low / 2
+    span = (twice_high - twice_low) / 2
+    a = (x - lo).abs()
+    flips = np.floor(a._data / span)
+    extra = a - _const(flips * span, a)  # fmod(a, span) for a >= 0, written so the gradient flows
+    even = Tensor._make(flips % 2 == 0)
+    return where(even, extra + lo, span - extra + lo)
+
+
+def _source_index(coord: Tensor, size: int, padding_mode: str, align: bool) -> Tensor:
+    x = _unnormalize(coord, size, align)
+    if padding_mode == "border":
+        x = _hardtanh(x, 0.0, size - 1.0)
+    elif padding_mode == "reflection":
+        x = _reflect(x, 0, 2 * (size - 1)) if align else _reflect(x, -1, 2 * size - 1)
+        x = _hardtanh(x, 0.0, size - 1.0)
+    return x
+
+
+def _bounded_np(x: np.ndarray, size: int, padding_mode: str, align: bool) -> np.ndarray:
+    """Integer tap positions mapped through the padding mode (PyTorch's compute_coordinates)."""
+    if padding_mode == "border":
+        return np.clip(x, 0, size - 1)
+    if padding_mode == "reflection":
+        lo2, hi2 = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if lo2 == hi2:
+            return np.zeros_like(x)
+        lo, span = lo2 / 2, (hi2 - lo2) / 2
+        a = np.abs(x - lo)
+        extra, flips = np.fmod(a, span), np.floor(a / span)
+        return np.clip(np.where(flips % 2 == 0, extra + lo, span - extra + lo), 0, size - 1)
+    return x
+
+
+def _cubic_weights(t: Tensor) -> list[Tensor]:
+    """Keys' cubic convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for a fraction t."""
+    a = -0.75
+
+    def near(x: Tensor) -> Tensor:  # |x| <= 1
+        return ((x * (a + 2) - (a + 3)) * x) * x + 1
+
+    def far(x: Tensor) -> Tensor:  # 1 < |x| < 2
+        return ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _bicubic_sample(grid: Tensor, tap: Callable[[np.ndarray, np.ndarray], tuple[Tensor, np.ndarray]],
+                    hw: tuple[int, int], padding_mode: str, align: bool) -> Tensor:
+    """Bicubic grid sampling over 4x4 taps; padding applies to each tap (not to the coordinate)."""
+    h, w = hw
+    ix = _unnormalize(grid[..., 0], w, align)
+    iy = _unnormalize(grid[..., 1], h, align)
+    x0, y0 = np.floor(ix._data), np.floor(iy._data)
+    wxs = _cubic_weights(ix - _const(x0, ix))
+    wys = _cubic_weights(iy - _const(y0, iy))
+    out: list[Tensor] = []
+    for i, wy in enumerate(wys):
+        yi = _bounded_np(y0 - 1 + i, h, padding_mode, align).astype(np.int64)
+        for j, wx in enumerate(wxs):
+            xi = _bounded_np(x0 - 1 + j, w, padding_mode, align).astype(np.int64)
+            v, inside = tap(yi, xi)
+            out.append(where(Tensor._make(inside[:, None]), v, 0.0) * (wy * wx).unsqueeze(1))
+    total = out[0]
+    for t in out[1:]:
+        total = total + t
+    return total
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mode: str = "zeros",
+                align_corners: bool | None = None) -> Tensor:
+    """Sample (N, C, H, W) ``input`` at the [-1, 1] locations of ``grid`` (N, Ho, Wo, 2), x first;
+    2-D, bilinear, nearest or bicubic, zeros/border/reflection padding, gradients to input and grid.
+
+    >>> g = F.affine_grid(lightgrad.eye(2, 3).unsqueeze(0), (1, 1, 3, 3), align_corners=False)
+    >>> F.grid_sample(lightgrad.randn(1, 1, 3, 3), g, align_corners=False).shape
+    lightgrad.Size([1, 1, 3, 3])
+    """
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    align = _align_default(align_corners)
+    if input.ndim != grid.ndim or grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
+                           f"grid with sizes {list(grid.shape)}")
+    if input._data.dtype != grid._data.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
+                           f"{input.dtype} and grid has {grid.dtype}")
+    if input.ndim != 4:
+        raise NotImplementedError(f"grid_sample: only 4-D input (2-D sampling) is implemented in lightgrad, got "
+                                  f"input of size {list(input.shape)}")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1:3]
+    flat_in = input.reshape(n, c, h * w)
+
+    def tap(yi: np.ndarray, xi: np.ndarray) -> tuple[Tensor, np.ndarray]:
+        """input at integer (yi, xi) of shape (N, Ho, Wo), as (N, C, Ho, Wo), and where it lies inside."""
+        inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
+        flat = np.where(inside, yi * w + xi, 0).reshape(n, 1, ho * wo)
+        v = flat_in.gather(2, Tensor._make(np.broadcast_to(flat, (n, c, ho * wo))))
+        return v.reshape(n, c, ho, wo), inside
+
+    if mode == "bicubic":
+        return _bicubic_sample(grid, tap, (h, w), padding_mode, align)
+    ix = _source_index(grid[..., 0], w, padding_mode, align)  # (N, Ho, Wo)
+    iy = _source_index(grid[..., 1], h, padding_mode, align)
+    if mode == "nearest":
+        v, inside = tap(np.rint(iy._data).astype(np.int64), np.rint(ix._data).astype(np.int64))
+        out = where(Tensor._make(inside[:, None]), v, 0.0)
+        # nearest sampling is flat in the grid: its gradient is zero there, as in PyTorch (not absent)
+        return out + (grid * 0).sum() if grid.requires_grad and is_grad_enabled() else out
+    x0, y0 = np.floor(ix._data).astype(np.int64), np.floor(iy._data).astype(np.int64)
+    fx = ix - _const(x0, ix)  # weight of the right neighbour, (N, Ho, Wo)
+    fy = iy - _const(y0, iy)
+    terms = []
+    for dy, wy in ((0, 1 - fy), (1, fy)):
+        for dx, wx in ((0, 1 - fx), (1, fx)):
+            v, inside = tap(y0 + dy, x0 + dx)
+            terms.append(where(Tensor._make(inside[:, None]), v, 0.0) * (wy * wx).unsqueeze(1))
+    return terms[0] + terms[1] + terms[2] + terms[3]

@@ -207,6 +207,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
 # PyTorch's deprecated spellings
 uniform, normal, constant, xavier_uniform, xavier_normal = uniform_, normal_, constant_, xavier_uniform_, xavier_normal_
 kaiming_uniform, kaiming_normal, orthogonal = kaiming_uniform_, kaiming_normal_, orthogonal_
+eye, dirac, sparse = eye_, dirac_, sparse_
 
 __all__ = ["calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_", "normal_",
            "ones_", "orthogonal_", "sparse_", "trunc_normal_", "uniform_", "xavier_normal_", "xavier_uniform_",

@@ -224,5 +224,23 @@ class InstanceNorm2d(_InstanceNorm):
     _dims = (3, 4)
 
 
+class LocalResponseNorm(Module):
+    """Divide each channel by (k + alpha * mean of x^2 over ``size`` neighbouring channels)^beta.
+
+    >>> nn.LocalResponseNorm(2)(lightgrad.randn(1, 4, 3, 3)).shape
+    lightgrad.Size([1, 4, 3, 3])
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
-           "LayerNorm", "RMSNorm"]
+           "LayerNorm", "LocalResponseNorm", "RMSNorm"]

@@ -15,6 +15,7 @@ from .module import Module
 __all__ = [
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
+    "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
 ]
 
 
@@ -82,13 +83,7 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
-    """2-D average pooling over (N, C, H, W).
-
-    >>> nn.AvgPool2d(2)(lightgrad.randn(1, 3, 8, 8)).shape
-    lightgrad.Size([1, 3, 4, 4])
-    """
-
+class _AvgPoolNd(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
@@ -97,12 +92,20 @@ class AvgPool2d(Module):
         self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
         self.divisor_override = divisor_override
 
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over (N, C, H, W).
+
+    >>> nn.AvgPool2d(2)(lightgrad.randn(1, 3, 8, 8)).shape
+    lightgrad.Size([1, 3, 4, 4])
+    """
+
     def forward(self, input: Tensor) -> Tensor:
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class _AdaptiveNd(Module):
@@ -203,6 +206,103 @@ class UpsamplingNearest2d(Upsample):
 
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, mode="nearest")
+
+
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over (N, C, D, H, W).
+
+    >>> nn.MaxPool3d(2)(lightgrad.randn(1, 2, 4, 4, 4)).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+
+    def forward(self, input: Tensor) -> Any:
+        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling over (N, C, D, H, W).
+
+    >>> nn.AvgPool3d(2)(lightgrad.randn(1, 2, 4, 4, 4)).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Average over adaptive windows to a fixed (D, H, W).
+
+    >>> nn.AdaptiveAvgPool3d(1)(lightgrad.randn(1, 2, 3, 4, 5)).shape
+    lightgrad.Size([1, 2, 1, 1, 1])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool3d(_AdaptiveNd):
+    """Max over adaptive windows to a fixed (D, H, W).
+
+    >>> nn.AdaptiveMaxPool3d(2)(lightgrad.randn(1, 2, 3, 4, 5)).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+class _MaxUnpoolNd(Module):
+    nd = 1
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        def tup(v: Any) -> tuple[int, ...]:
+            return tuple(v) if isinstance(v, tuple | list) else (v,) * self.nd
+        self.kernel_size = tup(kernel_size)
+        self.stride = tup(stride if stride is not None else kernel_size)
+        self.padding = tup(padding)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool1d: values back at the pooled ``indices``, zeros elsewhere.
+
+    >>> y, i = nn.MaxPool1d(2, return_indices=True)(lightgrad.randn(1, 1, 4)); nn.MaxUnpool1d(2)(y, i).shape
+    lightgrad.Size([1, 1, 4])
+    """
+    nd = 1
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool2d: values back at the pooled flat H*W ``indices``, zeros elsewhere.
+
+    >>> y, i = nn.MaxPool2d(2, return_indices=True)(lightgrad.randn(1, 1, 4, 4)); nn.MaxUnpool2d(2)(y, i).shape
+    lightgrad.Size([1, 1, 4, 4])
+    """
+    nd = 2
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Partial inverse of MaxPool3d."""
+    nd = 3
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
 class UpsamplingBilinear2d(Upsample):
