@@ -178,6 +178,28 @@ def _times(g, y):
     return B.multiply(g, y)
 
 
+class Fmod(Function):
+    """x - q y with q = trunc(x / y) (C's fmod); the gradient is 1 for x and -q for y."""
+
+    _round = staticmethod(B.trunc)
+    _op = staticmethod(B.fmod)
+
+    def forward(self, x, y):
+        self.saved = (x, y)
+        return self._op(x, y)
+
+    def backward(self, g):
+        x, y = self.saved
+        return g, (B.negative(B.multiply(g, self._round(B.divide(x, y)))) if self.needs(1) else None)
+
+
+class Remainder(Fmod):
+    """x - q y with q = floor(x / y) (Python's %, the result takes y's sign)."""
+
+    _round = staticmethod(B.floor)
+    _op = staticmethod(B.remainder)
+
+
 class Div(Function):
     def forward(self, x, y, out=None):
         self.saved = (x, y)

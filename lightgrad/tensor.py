@@ -489,7 +489,10 @@ class Tensor:
         return _as_tensor(o, self)._nograd_binary(B.floor_divide, self)
 
     def __mod__(self, o: Any) -> Tensor:
-        return self._nograd_binary(B.remainder, o)
+        return _binary(F.Remainder, self, o)
+
+    def __rmod__(self, o: Any) -> Tensor:
+        return _binary(F.Remainder, o, self)
 
     def __neg__(self) -> Tensor:
         return F.Neg.apply(self)
@@ -584,7 +587,7 @@ class Tensor:
         return self % o
 
     def fmod(self, o: Any) -> Tensor:
-        return self._nograd_binary(B.fmod, o)
+        return _binary(F.Fmod, self, o)
 
     # ---- elementwise math ----------------------------------------------------------------------
     def exp(self) -> Tensor:
@@ -1334,7 +1337,9 @@ class Tensor:
             return x.abs().sum(dim, keepdim)
         if p == 0:
             return (x != 0).to(x.dtype).sum(dim, keepdim)
-        return (x.abs() ** p).sum(dim, keepdim) ** (1.0 / p)
+        s = (x.abs() ** p).sum(dim, keepdim)
+        # (s ** (1/p))' is infinite at s == 0 (a zero vector): PyTorch takes the subgradient 0 there
+        return where(s == 0, s, s.clamp(min=np.finfo(x._data.dtype).tiny) ** (1.0 / p))
 
     def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         return Tensor._make(np.all(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))

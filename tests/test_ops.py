@@ -38,6 +38,11 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("rmul", lambda T, a: 3 * a, [M], set()),
     ("div", lambda T, a, b: a / b, [M, M], {AWAY}),
     ("rdiv", lambda T, a: 2.0 / a, [M], {AWAY}),
+    ("fmod", lambda T, a, b: T.fmod(a * 3, b), [M, M], {AWAY}),
+    ("remainder", lambda T, a, b: a * 3 % b, [M, M], {AWAY}),
+    ("remainder_scalar", lambda T, a: T.remainder(a * 3, 1.3), [M], set()),
+    ("rmod", lambda T, a: 5.0 % a, [M], {AWAY, NOGRAD}),  # (PyTorch has no derivative for a number % tensor)
+    ("norm_p3_zero_row", lambda T, a: (a * T.tensor([[0.0], [1.0]], dtype=a.dtype)).norm(3, dim=1), [M], set()),
     ("pow_scalar2", lambda T, a: a ** 2, [M], set()),
     ("pow_scalar3", lambda T, a: a ** 3, [M], set()),
     ("pow_frac", lambda T, a: a ** 1.5, [M], {POS}),
