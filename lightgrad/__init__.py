@@ -176,3 +176,8 @@ def __getattr__(name: str) -> Any:
     if name in ("nn", "optim", "utils", "serialization", "datasets", "distributed", "linalg"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'lightgrad' has no attribute '{name}'")
+
+
+from ._torch_alias import install as _install_torch_alias  # noqa: E402
+
+_install_torch_alias()  # import torch.nn as nn, after import lightgrad as torch (see _torch_alias)
