@@ -3,7 +3,8 @@
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and init match PyTorch, so
 a state_dict loads either way. Each layer and direction runs its time loop inside one fused
 primitive (``lightgrad.function``): RNN and GRU get the input projections of all time steps from
-one matrix product beforehand; LSTM folds its input projection into each step's product.
+one matrix product beforehand; LSTM folds its input projection into each step's product. A
+PackedSequence input runs step by step in Tensor ops instead, each step over the sequences still running.
 
 >>> out, (h, c) = nn.LSTM(4, 8, batch_first=True)(lightgrad.randn(2, 5, 4)); out.shape, h.shape
 (lightgrad.Size([2, 5, 8]), lightgrad.Size([1, 2, 8]))
@@ -21,6 +22,7 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -137,7 +139,112 @@ class RNNBase(Module):
             res = Fn.RNNLayer.apply(xp, w_hh, h0, relu=self.mode == "RNN_RELU", reverse=reverse)
         return res, res[last], None
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def _packed_layer(self, x: Tensor, bs: list[int], sfx: str, h0: Tensor, c0: Tensor | None,
+                      reverse: bool) -> tuple[Any, ...]:
+        """One layer and direction over packed steps ``x`` (N, in), ``bs[t]`` sequences running at step
+        t: (outputs (N, H), each sequence's last state (B, H), the same for c or None). The running
+        sequences are a prefix of the sorted batch, so each step updates the first ``bs[t]`` states."""
+        w_hh = getattr(self, "weight_hh" + sfx)
+        b_ih = getattr(self, "bias_ih" + sfx) if self.bias else None
+        b_hh = getattr(self, "bias_hh" + sfx) if self.bias else None
+        xp = F.linear(x, getattr(self, "weight_ih" + sfx), b_ih)  # every step's input projection: (N, G)
+        offsets = [0]
+        for n in bs:
+            offsets.append(offsets[-1] + n)
+
+        def cell(gi: Tensor, h: Tensor, c: Any) -> tuple[Tensor, Any]:
+            gh = F.linear(h, w_hh, b_hh)
+            if self.mode == "LSTM":
+                i, f, g, o = (gi + gh).chunk(4, 1)
+                c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+                return o.sigmoid() * c.tanh(), c
+            if self.mode == "GRU":
+                ir, iz, in_ = gi.chunk(3, 1)
+                hr, hz, hn = gh.chunk(3, 1)
+                r, z = (ir + hr).sigmoid(), (iz + hz).sigmoid()
+                n = (in_ + r * hn).tanh()
+                return n + z * (h - n), None
+            a = gi + gh
+            return (a.tanh() if self.mode == "RNN_TANH" else a.relu()), None
+
+        steps = len(bs)
+        outs: list[Any] = [None] * steps
+        if not reverse:  # sequences finish from the end of the batch: keep their states as they do
+            h, c = h0, c0
+            done_h: list[Tensor] = []
+            done_c: list[Any] = []
+            for t in range(steps):
+                n = bs[t]
+                if n < h.shape[0]:
+                    done_h.append(h[n:])
+                    done_c.append(c[n:] if c is not None else None)
+                    h, c = h[:n], (c[:n] if c is not None else None)
+                h, c = cell(xp[offsets[t]:offsets[t + 1]], h, c)
+                outs[t] = h
+            h_last = cat([h, *done_h[::-1]])
+            c_last = cat([c, *done_c[::-1]]) if c is not None else None
+        else:  # backwards every sequence ends at step 0; the longer ones start earlier
+            h, c = h0[:bs[-1]], (c0[:bs[-1]] if c0 is not None else None)
+            for t in range(steps - 1, -1, -1):
+                n, m = bs[t], h.shape[0]
+                if n > m:
+                    h = cat([h, h0[m:n]])
+                    c = cat([c, c0[m:n]]) if c is not None and c0 is not None else None
+                h, c = cell(xp[offsets[t]:offsets[t + 1]], h, c)
+                outs[t] = h
+            h_last, c_last = h, c
+        return cat(outs), h_last, c_last
+
+    def _forward_packed(self, input: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """The layers over a PackedSequence; ``hx`` and the returned states are in the original batch order."""
+        lstm = self.mode == "LSTM"
+        x, batch_sizes, sorted_indices, unsorted_indices = input
+        bs = [int(n) for n in batch_sizes.tolist()]
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {x.shape[-1]}")
+        if x.dtype != self.weight_ih_l0.dtype:
+            raise RuntimeError(f"input must have the type {self.weight_ih_l0.dtype}, got type {x.dtype}")
+        dirs = 2 if self.bidirectional else 1
+        shape = (self.num_layers * dirs, bs[0], self.hidden_size)
+        if lstm and hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
+            raise RuntimeError("LSTM expects hx to be a tuple (h_0, c_0)")
+        if hx is None:
+            h0 = zeros(*shape, dtype=x.dtype)
+            c0 = zeros(*shape, dtype=x.dtype) if lstm else None
+        else:
+            h0, c0 = tuple(hx) if lstm else (hx, None)
+            for h in (h0, c0):
+                if h is not None and tuple(h.shape) != shape:
+                    raise RuntimeError(f"Expected hidden size {shape}, got {list(h.shape)}")
+            if sorted_indices is not None:  # the states follow the sequences into sorted order
+                h0 = h0.index_select(1, sorted_indices)
+                c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
+        hs, cs = [], []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                k = layer * dirs + d
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                out, h, c = self._packed_layer(layer_in, bs, sfx, h0[k], c0[k] if c0 is not None else None, d == 1)
+                outs.append(out)
+                hs.append(h)
+                cs.append(c)
+            layer_in = outs[0] if dirs == 1 else cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        output = PackedSequence(layer_in, batch_sizes, sorted_indices, unsorted_indices)
+        h_n = stack(hs)
+        c_n = stack(cs) if lstm else None
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        return output, ((h_n, c_n) if lstm else h_n)
+
+    def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         lstm = self.mode == "LSTM"
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.ndim}D instead")

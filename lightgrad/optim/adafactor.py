@@ -1,0 +1,107 @@
+"""Adafactor: Adam-like steps whose second moment is kept factored (a row and a column mean) for matrices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..autograd import enable_grad
+from ..tensor import Tensor
+from .optimizer import Optimizer, _bump_versions, _own, _scalar, make_lerp_
+
+
+def _norm(x: np.ndarray, axis: int | None = None) -> Any:
+    """The 2-norm (of all of ``x`` as a float, or along ``axis`` keeping it), as ``torch.norm``."""
+    sq = np.sum(x * x, axis=axis, keepdims=axis is not None)
+    return float(np.sqrt(sq)) if axis is None else np.sqrt(sq)
+
+
+class Adafactor(Optimizer):
+    """``torch.optim.Adafactor`` (PyTorch 2.13's variant): relative step ``min(lr, 1/sqrt(step))`` scaled by
+    the parameter's RMS, second moments factored over the last two dims of >=2-D parameters, update
+    clipping at RMS ``d``, decoupled weight decay ``lr * weight_decay``.
+
+    >>> opt = lightgrad.optim.Adafactor(model.parameters(), lr=1e-2)
+    """
+
+    def __init__(self, params: Any, lr: float = 1e-2, beta2_decay: float = -0.8,
+                 eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0, weight_decay: float = 0.0, *,
+                 foreach: bool | None = None, maximize: bool = False) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize)
+        super().__init__(params, defaults)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """One update of every parameter that has a gradient. Each parameter needs its own norms and
+        factored means, so this loops over parameters (PyTorch's single-tensor loop, step for step)."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            lr, decay, d = _scalar(group["lr"]), float(group["beta2_decay"]), float(group["d"])
+            wd, maximize = float(group["weight_decay"]), group["maximize"]
+            eps1, eps2 = group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                x, g = p._data, p.grad._data
+                if g.shape != x.shape:
+                    raise RuntimeError(f"gradient of shape {tuple(g.shape)} does not match its parameter of shape "
+                                       f"{tuple(x.shape)}")
+                g = -g if maximize else g
+                if eps1 is None:  # as PyTorch: the first parameter's dtype sets it for the whole group
+                    eps1 = float(np.finfo(x.dtype).eps)
+                st = self.state[p]
+                if not st:
+                    st["step"] = _own(np.zeros((), np.float32), None)
+                    if g.ndim > 1:
+                        st["row_var"] = _own(np.zeros((*g.shape[:-1], 1), x.dtype), None)
+                        st["col_var"] = _own(np.zeros((*g.shape[:-2], 1, g.shape[-1]), x.dtype), None)
+                    else:
+                        st["variance"] = _own(np.zeros(g.shape, x.dtype), None)
+                step_arr = st["step"]._data
+                step_arr += 1
+                step = float(step_arr)
+                w = step ** decay  # 1 - beta2_t
+                rho = min(lr, 1 / step ** 0.5)
+                alpha = max(eps2, _norm(x) / x.size ** 0.5) * rho
+                if wd != 0:
+                    np.multiply(x, x.dtype.type(1 - lr * wd), x)
+                lerp_ = make_lerp_(w, x.dtype)
+                if g.ndim > 1:
+                    row, col = st["row_var"]._data, st["col_var"]._data
+                    row_mean = np.square(_norm(g, -1)) / x.dtype.type(g.shape[-1])
+                    lerp_(row, row_mean, np.empty_like(row))
+                    col_mean = np.square(_norm(g, -2)) / x.dtype.type(g.shape[-2])
+                    lerp_(col, col_mean, np.empty_like(col))
+                    var = np.matmul(row, col)
+                    var /= np.maximum(row.mean(axis=-2, keepdims=True), x.dtype.type(eps1))
+                else:
+                    v = st["variance"]._data
+                    lerp_(v, g * g, np.empty_like(v))
+                    var = v.copy()
+                np.maximum(var, x.dtype.type(eps1 * eps1), out=var)
+                update = np.reciprocal(np.sqrt(var, var), var)  # rsqrt
+                update *= g
+                denom = max(1.0, _norm(update) / (update.size ** 0.5 * d))
+                update *= x.dtype.type(-alpha / denom)
+                x += update
+                _bump_versions([p._version])
+        return loss
