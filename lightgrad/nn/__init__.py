@@ -12,12 +12,13 @@ from .conv import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .embedding import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Module
 from .norm import *  # noqa: F403
 from .padding import *  # noqa: F403
-from .parameter import Buffer, Parameter
+from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .transformer import *  # noqa: F403

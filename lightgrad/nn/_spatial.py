@@ -21,10 +21,10 @@ from .. import backend as B
 from .. import function as Fn
 from ..autograd import no_grad
 from ..random import _gen
-from ..tensor import Tensor, _as_tensor
+from ..tensor import Tensor, _as_tensor, stack
 
 __all__ = [
-    "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "unfold", "fold",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "unfold", "fold",
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "interpolate", "upsample",
     "upsample_nearest", "upsample_bilinear", "scaled_dot_product_attention",
@@ -444,6 +444,146 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
     """
     return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding,
                            groups, dilation)
+
+
+# ---- 3-D convolution ---------------------------------------------------------------------------
+# A 3-D convolution is one 2-D convolution: the kd depth taps of the input are stacked into the
+# channels (within each group, so groups still split them) and the output depths go into the
+# batch. The transpose is one 2-D transpose whose kd*O outputs per input depth are then
+# scattered to depth z*sd + i*dd by zero-insertion and padding. Both are composite (exact,
+# gradients for free) and leave the 2-D paths untouched.
+
+def _check_conv3d(name: str, x: Tensor, w: Tensor, b: Tensor | None, groups: int, transposed: bool) -> None:
+    if w.ndim != 5:
+        raise RuntimeError(f"{name}: expected weight to be 5-dimensional, but got weight of size {list(w.shape)}")
+    if groups < 1:
+        raise RuntimeError(f"non-positive groups is not supported, got groups={groups}")
+    if w.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, "
+                           f"but got weight of size {list(w.shape)} instead")
+    cin = w.shape[0] if transposed else w.shape[1] * groups
+    if x.shape[1] != cin:
+        pre = "transposed=1" if transposed else f"groups={groups}"
+        raise RuntimeError(f"Given {pre}, weight of size {list(w.shape)}, expected input{list(x.shape)} to have "
+                           f"{cin} channels, but got {x.shape[1]} channels instead")
+    if x.dtype != w.dtype or (b is not None and b.dtype != w.dtype):
+        got = f"bias type ({b.dtype})" if b is not None and b.dtype != w.dtype else f"weight type ({w.dtype})"
+        raise RuntimeError(f"Input type ({x.dtype}) and {got} should be the same")
+    if b is not None and tuple(b.shape) != (w.shape[1] * groups if transposed else w.shape[0],):
+        want = w.shape[1] * groups if transposed else w.shape[0]
+        raise RuntimeError(f"Given weight of size {list(w.shape)}, expected bias to be 1-dimensional with {want} "
+                           f"elements, but got bias of size {list(b.shape)} instead")
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOr = 1,
+           padding: IntOr | str = 0, dilation: IntOr = 1, groups: int = 1) -> Tensor:
+    """3-D convolution of (N, C, D, H, W) with weight (O, C/groups, kd, kh, kw).
+
+    >>> conv3d(lightgrad.randn(1, 2, 5, 6, 6), lightgrad.randn(4, 2, 3, 3, 3), padding=1).shape
+    lightgrad.Size([1, 4, 5, 6, 6])
+    """
+    x, batched = _batched(input, 3, "conv3d")
+    w = weight
+    _check_conv3d("conv3d", x, w, bias, groups, False)
+    s, d = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
+    if min(s) <= 0:
+        raise RuntimeError(f"non-positive stride is not supported, got stride={list(s)}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, got dilation={list(d)}")
+    k = tuple(w.shape[2:])
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of ('valid', 'same')")
+        if padding == "same" and any(si != 1 for si in s):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        tot = [di * (ki - 1) if padding == "same" else 0 for di, ki in zip(d, k)]
+        pairs = [(t // 2, t - t // 2) for t in tot]
+    else:
+        p = _tuple(padding, 3, "padding")
+        if min(p) < 0:
+            raise RuntimeError("negative padding is not supported")
+        pairs = [(pi, pi) for pi in p]
+    padded = [x.shape[2 + i] + pairs[i][0] + pairs[i][1] for i in range(3)]
+    reach = [d[i] * (k[i] - 1) + 1 for i in range(3)]
+    if any(padded[i] < reach[i] for i in range(3)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                           f"size: ({' x '.join(map(str, reach))}). Kernel size can't be greater than actual "
+                           "input size")
+    n, c = x.shape[:2]
+    o, cg, kd = w.shape[0], w.shape[1], k[0]
+    do = (padded[0] - reach[0]) // s[0] + 1
+    xp = x
+    if pairs[0] != (0, 0):
+        xp = Fn.Pad.apply(x, pads=((0, 0), (0, 0), pairs[0], (0, 0), (0, 0)), value=0)
+    taps = [xp[:, :, i * d[0]: i * d[0] + s[0] * (do - 1) + 1: s[0]] for i in range(kd)]  # (N, C, Do, H, W)
+    h, wd = x.shape[3], x.shape[4]
+    xs = taps[0].unsqueeze(1) if kd == 1 else stack(taps, 1)  # (N, kd, C, Do, H, W)
+    xs = xs.reshape(n, kd, groups, cg, do, h, wd).permute(0, 4, 2, 1, 3, 5, 6)  # (N, Do, G, kd, Cg, H, W)
+    x2 = xs.reshape(n * do, groups * kd * cg, h, wd)
+    w2 = w.permute(0, 2, 1, 3, 4).reshape(o, kd * cg, k[1], k[2])  # (O, kd*Cg, kh, kw): taps match x2
+    if pairs[1][0] == pairs[1][1] and pairs[2][0] == pairs[2][1]:
+        p2: Any = (pairs[1][0], pairs[2][0])
+    else:
+        p2 = "same"  # only 'same' pads asymmetrically, and conv2d splits it the same way
+    y = _conv("conv2d", 2, x2, w2, bias, s[1:], p2, d[1:], groups)  # (N*Do, O, Ho, Wo)
+    out = y.reshape(n, do, o, y.shape[2], y.shape[3]).permute(0, 2, 1, 3, 4)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
+                     stride: IntOr = 1, padding: IntOr = 0, output_padding: IntOr = 0, groups: int = 1,
+                     dilation: IntOr = 1) -> Tensor:
+    """3-D transposed convolution of (N, C_in, D, H, W) with weight (C_in, C_out/groups, kd, kh, kw).
+
+    >>> conv_transpose3d(lightgrad.randn(1, 4, 3, 5, 5), lightgrad.randn(4, 2, 3, 3, 3), stride=2).shape
+    lightgrad.Size([1, 2, 7, 11, 11])
+    """
+    x, batched = _batched(input, 3, "conv_transpose3d")
+    w = weight
+    _check_conv3d("conv_transpose3d", x, w, bias, groups, True)
+    s, d = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
+    p, op = _tuple(padding, 3, "padding"), _tuple(output_padding, 3, "output_padding")
+    if min(s) <= 0:
+        raise RuntimeError(f"non-positive stride is not supported, got stride={list(s)}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, got dilation={list(d)}")
+    if min(p) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if any(op[i] >= s[i] and op[i] >= d[i] for i in range(3)):
+        raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                           f"output_padding={list(op)}, stride={list(s)}, dilation={list(d)}")
+    k = tuple(w.shape[2:])
+    size = [(x.shape[2 + i] - 1) * s[i] - 2 * p[i] + d[i] * (k[i] - 1) + op[i] + 1 for i in range(3)]
+    if min(size) <= 0:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))}). Calculated "
+                           f"output size per channel: ({' x '.join(map(str, size))}). Output size is too small")
+    n, c, dep, h, wd = x.shape
+    og, kd = w.shape[1], k[0]
+    o = og * groups
+    x2 = x.permute(0, 2, 1, 3, 4).reshape(n * dep, c, h, wd)
+    w2 = w.permute(0, 2, 1, 3, 4).reshape(c, kd * og, k[1], k[2])  # per group, outputs ordered (kd, Og)
+    y = _conv_transpose("conv_transpose2d", 2, x2, w2, None, s[1:], p[1:], op[1:], groups, d[1:])
+    ho, wo = y.shape[2], y.shape[3]
+    y = y.reshape(n, dep, groups, kd, og, ho, wo)
+    out: Tensor | None = None
+    for i in range(kd):
+        z = y[:, :, :, i].reshape(n, dep, o, ho, wo).permute(0, 2, 1, 3, 4)  # (N, O, D, Ho, Wo)
+        if s[0] > 1:  # zero-insertion: input depth z lands at z*sd
+            z = Fn.Pad.apply(z.unsqueeze(3), pads=((0, 0),) * 3 + ((0, s[0] - 1), (0, 0), (0, 0)), value=0)
+            z = z.reshape(n, o, dep * s[0], ho, wo)
+        # tap i starts at i*dd - pd of the output: keep the depths that land inside it
+        lo = i * d[0] - p[0]
+        a, b = max(-lo, 0), min(z.shape[2], size[0] - lo)
+        if a >= b:
+            continue
+        z = z[:, :, a:b] if (a, b) != (0, z.shape[2]) else z
+        z = Fn.Pad.apply(z, pads=((0, 0), (0, 0), (lo + a, size[0] - lo - b), (0, 0), (0, 0)), value=0)
+        out = z if out is None else out + z
+    if out is None:  # every tap fell into the cropped padding
+        out = y.sum() * 0 + x.new_zeros((n, o, size[0], ho, wo))
+    if bias is not None:
+        out = out + bias.reshape(1, o, 1, 1, 1)
+    return out if batched else out.squeeze(0)
 
 
 # ---- fold / unfold -----------------------------------------------------------------------------

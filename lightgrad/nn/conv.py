@@ -1,4 +1,4 @@
-"""Convolution layers (Conv1d, Conv2d, ConvTranspose1d/2d) and Fold/Unfold, as ``torch.nn``.
+"""Convolution layers (Conv1d/2d/3d, ConvTranspose1d/2d/3d) and Fold/Unfold, as ``torch.nn``.
 
 >>> nn.Conv2d(3, 8, 3, padding=1)(lightgrad.randn(2, 3, 16, 16)).shape
 lightgrad.Size([2, 8, 16, 16])
@@ -15,7 +15,7 @@ from ._spatial import _tuple
 from .module import Module
 from .parameter import _weight_and_bias
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "Fold", "Unfold"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "Fold", "Unfold"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -125,6 +125,19 @@ class Conv2d(_ConvNd):
         return self._conv(input, F.conv2d)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C_in, D, H, W); weight (C_out, C_in/groups, kd, kh, kw).
+
+    >>> nn.Conv3d(1, 4, 3)(lightgrad.randn(1, 1, 5, 6, 6)).shape
+    lightgrad.Size([1, 4, 3, 4, 4])
+    """
+
+    _nd = 3
+
+    def forward(self, input: Tensor) -> Tensor:
+        return self._conv(input, F.conv3d)
+
+
 class _ConvTransposeNd(_ConvNd):
     transposed = True
 
@@ -191,6 +204,21 @@ class ConvTranspose2d(_ConvTransposeNd):
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         op = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self._tpad, op, self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """3-D transposed convolution over (N, C_in, D, H, W); weight (C_in, C_out/groups, kd, kh, kw).
+
+    >>> nn.ConvTranspose3d(4, 2, 3, stride=2)(lightgrad.randn(1, 4, 2, 3, 3)).shape
+    lightgrad.Size([1, 2, 5, 7, 7])
+    """
+
+    _nd = 3
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        op = self._output_padding(input, output_size)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self._tpad, op, self.groups,
                                   self.dilation)
 
 

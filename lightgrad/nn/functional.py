@@ -323,6 +323,116 @@ def _embedding_renorm(weight: Tensor, idx: np.ndarray, max_norm: float, norm_typ
         weight._version[0] += 1
 
 
+def _index_data(t: Any) -> np.ndarray:
+    return t._data if isinstance(t, Tensor) else np.asarray(t)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm: float | None = None,
+                  norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = False, per_sample_weights: Tensor | None = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Sum, mean or max of the ``weight`` rows in each bag: the rows of a 2-D ``input``, or the
+    slices of a 1-D ``input`` that ``offsets`` start; empty bags give zeros. Composite: the
+    rows are gathered and summed into their bags with ``index_add`` (max: the first maximum of
+    each bag, as PyTorch, is gathered), so gradients come for free.
+
+    >>> F.embedding_bag(lightgrad.tensor([[0, 2], [1, 1]]), lightgrad.ones(3, 4), mode="sum").shape
+    lightgrad.Size([2, 4])
+    """
+    psw = per_sample_weights
+    if psw is not None and tuple(input.shape) != tuple(psw.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({psw.shape}) is not None, then it must have the "
+                         f"same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    idx = _index_data(input)
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             f"fixed length sequences. However, found offsets of type {type(offsets)}")
+        offs = np.arange(input.shape[0]) * input.shape[1]
+        include_last_offset = False
+        idx = idx.reshape(-1)
+        psw = psw.reshape(-1) if psw is not None else None
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        offs = _index_data(offsets)
+        if offs.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if psw is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  "on GitHub.")
+    for name, a in (("indices", idx), ("offsets", offs)):
+        if a.dtype.kind not in "iu":
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar "
+                               f"types: Long, Int; but got {a.dtype} instead (while checking arguments for "
+                               "embedding_bag)")
+    if psw is not None and psw.dtype != weight.dtype:
+        raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type as tensor for argument "
+                           f"#1 'per_sample_weights'; but type {weight.dtype} does not equal {psw.dtype} (while "
+                           "checking arguments for embedding_bag)")
+    n, m = weight.shape[0], idx.size
+    if offs.size:
+        if offs[0] != 0:
+            raise RuntimeError("offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                               f"from position 0. However, got {int(offs[0])}")
+        if offs[-1] > m:
+            raise RuntimeError(f"offsets[-1] can not be greater than input's length {m} but got offsets[-1] of "
+                               f"{int(offs[-1])}")
+        if (np.diff(offs) < 0).any():
+            raise RuntimeError(f"offsets must be non-decreasing, but got offsets={offs.tolist()}")
+    if m and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"embedding_bag: index {bad} is out of range for num_embeddings {n}")
+    if padding_idx is not None:
+        if not -n <= padding_idx < n:
+            raise AssertionError("padding_idx must be within num_embeddings")
+        padding_idx = padding_idx % n
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    nbags = max(offs.size - 1, 0) if include_last_offset else offs.size
+    end = (int(offs[nbags]) if include_last_offset else m) if nbags else 0
+    ar = np.arange(m)
+    bag = np.searchsorted(offs[:nbags], ar, side="right") - 1  # each position's bag, positions sorted
+    keep = (bag >= 0) & (ar < end)
+    if padding_idx is not None:
+        keep &= idx != padding_idx
+    pos = np.nonzero(keep)[0]
+    bag, rows = bag[pos], idx[pos]
+    out = weight.new_zeros((nbags, weight.shape[1]))
+    if not pos.size:  # (still a function of weight, so that backward reaches it with zeros)
+        return out + weight[:0].sum()
+    e = weight[Tensor._make(rows)]  # (K, D)
+    if scale_grad_by_freq and weight.requires_grad:
+        # forward unchanged, gradient of each row divided by how often it occurs in the input
+        s = _const((1.0 / np.bincount(idx, minlength=n)[rows])[:, None], weight)
+        e = e * s + (e * (1 - s)).detach()
+    if mode == "max":
+        # the first maximum of each bag and feature (PyTorch's tie rule) gets the gradient
+        vals = weight._data[rows]
+        bags, first = np.unique(bag, return_index=True)
+        mx = np.maximum.reduceat(vals, first, axis=0)
+        at = np.where(vals == mx[np.searchsorted(bags, bag)], ar[:pos.size, None], pos.size)
+        arg = np.minimum.reduceat(at, first, axis=0)  # (bags hit, D) rows of e
+        return out.index_add(0, Tensor._make(bags), e.gather(0, Tensor._make(arg)))
+    if psw is not None:
+        e = e * psw[Tensor._make(pos)].unsqueeze(1)
+    out = out.index_add(0, Tensor._make(bag), e)
+    if mode == "mean":
+        out = out / _const(np.maximum(np.bincount(bag, minlength=nbags), 1)[:, None], weight)
+    return out
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding: shape tensor.shape + (num_classes,)."""
     a = tensor._data
@@ -521,10 +631,30 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bia
 def instance_norm(input: Tensor, running_mean: Tensor | None = None, running_var: Tensor | None = None,
                   weight: Tensor | None = None, bias: Tensor | None = None, use_input_stats: bool = True,
                   momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """Normalise each channel of each sample over its spatial dims."""
+    """Normalise each channel of each sample over its spatial dims; with ``running_mean`` and
+    ``running_var`` given, training (``use_input_stats``) updates them with the batch's average
+    per-sample statistics, and evaluation normalises with them instead."""
     n, c = input.shape[:2]
-    out = group_norm(input.reshape((1, n * c) + input.shape[2:]), n * c, eps=eps).reshape(input.shape)
     bs = _bshape(c, input.ndim)
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("Expected running_mean and running_var to be defined when use_input_stats is false")
+        out = (input - running_mean.reshape(bs)) / (running_var.reshape(bs) + eps).sqrt()
+        if weight is not None:
+            out = out * weight.reshape(bs)
+        return out + bias.reshape(bs) if bias is not None else out
+    if running_mean is not None or running_var is not None:
+        with no_grad():
+            axes = tuple(range(2, input.ndim))
+            m = float(momentum)
+            if running_mean is not None:
+                running_mean._data[...] = (1 - m) * running_mean._data + m * input._data.mean(axes).mean(0)
+                running_mean._version[0] += 1
+            if running_var is not None:
+                var = input._data.var(axes, ddof=1) if input[0, 0].numel() > 1 else np.full((n, c), np.nan)
+                running_var._data[...] = (1 - m) * running_var._data + m * var.mean(0)
+                running_var._version[0] += 1
+    out = group_norm(input.reshape((1, n * c) + input.shape[2:]), n * c, eps=eps).reshape(input.shape)
     if weight is not None:
         out = out * weight.reshape(bs)
     return out + bias.reshape(bs) if bias is not None else out

@@ -1,4 +1,4 @@
-"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, InstanceNorm1d/2d.
+"""Normalization layers: BatchNorm1d/2d/3d, LayerNorm, GroupNorm, RMSNorm, InstanceNorm1d/2d/3d.
 
 >>> bn = nn.BatchNorm1d(3); bn(lightgrad.randn(8, 3)).shape, bn.num_batches_tracked
 (lightgrad.Size([8, 3]), tensor(1))
@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .. import backend as B
@@ -31,8 +32,8 @@ def _reset_affine(m: Module) -> None:
         init.zeros_(m.bias)
 
 
-class _BatchNorm(Module):
-    """Shared by BatchNorm1d/2d/3d: per-channel (dim 1) normalisation with running statistics."""
+class _NormBase(Module):
+    """Shared by the batch and instance norms: per-channel scale and shift, running statistics."""
 
     _dims: tuple[int, ...] = ()
 
@@ -63,6 +64,14 @@ class _BatchNorm(Module):
         self.reset_running_stats()
         _reset_affine(self)
 
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """Shared by BatchNorm1d/2d/3d: per-channel (dim 1) normalisation with running statistics."""
+
     def _check_input_dim(self, input: Tensor) -> None:
         if input.ndim not in self._dims:
             want = " or ".join(f"{d}D" for d in self._dims)
@@ -84,10 +93,6 @@ class _BatchNorm(Module):
         track = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if track else None, self.running_var if track else None,
                             self.weight, self.bias, use_batch, factor, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -181,35 +186,29 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
-class _InstanceNorm(Module):
-    _dims: tuple[int, ...] = ()
-
+class _InstanceNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = False,
                  track_running_stats: bool = False, device: Any = None, dtype: Any = None) -> None:
-        super().__init__()
-        if track_running_stats:
-            raise NotImplementedError("InstanceNorm with track_running_stats=True is not supported")
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ones(num_features, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         if input.ndim not in self._dims:
             want = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {want} input (got {input.ndim}D input)")
         unbatched = input.ndim == self._dims[0]
+        c = input.shape[1 - unbatched]
+        if c != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={1 - unbatched} to match num_features "
+                             f"({self.num_features}), but got: {c}.")
+        if c != self.num_features:
+            warnings.warn(f"input's size at dim={1 - unbatched} does not match num_features. You can silence this "
+                          "warning by not passing in num_features, which is not used because affine=False",
+                          stacklevel=2)
         x = input.unsqueeze(0) if unbatched else input
-        out = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
         return out.squeeze(0) if unbatched else out
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -222,6 +221,16 @@ class InstanceNorm2d(_InstanceNorm):
     """Normalise each channel of each sample of (N, C, H, W) or (C, H, W) input."""
 
     _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Normalise each channel of each sample of (N, C, D, H, W) or (C, D, H, W) input.
+
+    >>> nn.InstanceNorm3d(2)(lightgrad.randn(1, 2, 3, 4, 4)).shape
+    lightgrad.Size([1, 2, 3, 4, 4])
+    """
+
+    _dims = (4, 5)
 
 
 class LocalResponseNorm(Module):
@@ -242,5 +251,5 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "LayerNorm", "LocalResponseNorm", "RMSNorm"]

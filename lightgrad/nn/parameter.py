@@ -83,9 +83,66 @@ class Buffer(Tensor):
         self.persistent = persistent
 
 
+_UNINIT_SHAPE = ("Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+                 "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call "
+                 "`forward` to initialize the parameters before accessing their attributes.")
+
+
+class _Uninitialized:
+    """A placeholder with a dtype and no shape yet (lazy modules): ``materialize(shape)`` gives it
+    storage and turns it into ``cls_to_become``, in place, so references to it stay valid."""
+
+    cls_to_become: type = Tensor
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        """Give the placeholder (uninitialised) storage of ``shape``; it becomes a plain Parameter or Tensor."""
+        from ..tensor import empty
+        t = empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)  # type: ignore[attr-defined]
+        _adopt(self, t, self.requires_grad)  # type: ignore[arg-type, attr-defined]
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self) -> Any:
+        raise RuntimeError(_UNINIT_SHAPE)
+
+    def size(self, dim: Any = None) -> Any:
+        raise RuntimeError(_UNINIT_SHAPE)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (type(self), (self.requires_grad,))  # type: ignore[attr-defined]
+
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A Parameter whose shape a lazy module infers at its first forward.
+
+    >>> p = nn.parameter.UninitializedParameter(); p.materialize((2, 3)); type(p).__name__
+    'Parameter'
+    """
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
+        from ..tensor import empty
+        _adopt(self, empty(0, dtype=dtype), requires_grad)
+
+
+class UninitializedBuffer(_Uninitialized, Tensor):
+    """A buffer whose shape a lazy module infers at its first forward (``running_mean`` ...)."""
+
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                 persistent: bool = True) -> None:
+        from ..tensor import empty
+        _adopt(self, empty(0, dtype=dtype), requires_grad)
+
+
 def is_lazy(param: Any) -> bool:
-    """Lazy (uninitialized) parameters do not exist here: always False."""
-    return False
+    """Whether ``param`` is an uninitialized placeholder of a lazy module."""
+    return isinstance(param, _Uninitialized)
 
 
 def _weight_and_bias(m: Any, weight_shape: tuple[int, ...], out: int, bias: bool, dtype: Any, device: Any) -> None:
@@ -96,4 +153,4 @@ def _weight_and_bias(m: Any, weight_shape: tuple[int, ...], out: int, bias: bool
     m.register_parameter("bias", Parameter(empty(out, dtype=dtype, device=device)) if bias else None)
 
 
-__all__ = ["Buffer", "Parameter"]
+__all__ = ["Buffer", "Parameter", "UninitializedBuffer", "UninitializedParameter"]
