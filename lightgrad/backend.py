@@ -1351,3 +1351,10 @@ def cofactor(a: Array) -> Array:
     after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]  # j > i
     sign = np.linalg.det(u) * np.linalg.det(vh)
     return (u * (before * after)[..., None, :]) @ vh * sign[..., None, None] if n else u
+
+
+# ---- more ops (compat 2) --------------------------------------------------------------------------
+left_shift, right_shift, gcd, lcm, nextafter = (
+    _binary_op(f) for f in (np.left_shift, np.right_shift, np.gcd, np.lcm, np.nextafter))
+frexp = np.frexp
+ldexp = np.ldexp

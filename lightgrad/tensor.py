@@ -661,6 +661,8 @@ class Tensor:
         return Tensor._make(B.ceil(self._data))
 
     def round(self, decimals: builtins.int = 0) -> Tensor:
+        if self._data.dtype.kind in "iu":
+            return Tensor._make(B.copy(self._data))  # integers are already round (np.rint would give float64)
         if decimals:
             s = 10.0 ** decimals
             return Tensor._make(B.divide(B.round_(B.multiply(self._data, s)), s).astype(self._data.dtype))
@@ -1714,6 +1716,546 @@ class Tensor:
         counts, _ = B.histogram(self._data, bins, (lo, hi))
         return Tensor._make(counts.astype(self._data.dtype))
 
+    # ---- more methods (compat 2) ----------------------------------------------------------------
+    # in-place forms: each computes the out-of-place op and writes it back through ``_inplace``
+    # (comparisons keep self's dtype: the bool result is cast into self, as PyTorch does)
+    def absolute_(self) -> Tensor:
+        return self._inplace(lambda s: s.abs())
+
+    def ceil_(self) -> Tensor:
+        return self._inplace(lambda s: s.ceil())
+
+    def floor_(self) -> Tensor:
+        return self._inplace(lambda s: s.floor())
+
+    def round_(self, decimals: builtins.int = 0) -> Tensor:
+        return self._inplace(lambda s: s.round(decimals=decimals))
+
+    def trunc_(self) -> Tensor:
+        return self._inplace(lambda s: s.trunc())
+
+    def frac_(self) -> Tensor:
+        return self._inplace(lambda s: s.frac())
+
+    def sin_(self) -> Tensor:
+        return self._inplace(lambda s: s.sin())
+
+    def cos_(self) -> Tensor:
+        return self._inplace(lambda s: s.cos())
+
+    def tan_(self) -> Tensor:
+        return self._inplace(lambda s: s.tan())
+
+    def sinh_(self) -> Tensor:
+        return self._inplace(lambda s: s.sinh())
+
+    def cosh_(self) -> Tensor:
+        return self._inplace(lambda s: s.cosh())
+
+    def exp2_(self) -> Tensor:
+        return self._inplace(lambda s: s.exp2())
+
+    def expm1_(self) -> Tensor:
+        return self._inplace(lambda s: s.expm1())
+
+    def log10_(self) -> Tensor:
+        return self._inplace(lambda s: s.log10())
+
+    def log1p_(self) -> Tensor:
+        return self._inplace(lambda s: s.log1p())
+
+    def log2_(self) -> Tensor:
+        return self._inplace(lambda s: s.log2())
+
+    def rsqrt_(self) -> Tensor:
+        return self._inplace(lambda s: s.rsqrt())
+
+    def reciprocal_(self) -> Tensor:
+        return self._inplace(lambda s: s.reciprocal())
+
+    def negative_(self) -> Tensor:
+        return self._inplace(lambda s: -s)
+
+    def sign_(self) -> Tensor:
+        return self._inplace(lambda s: s.sign())
+
+    def sgn_(self) -> Tensor:
+        return self._inplace(lambda s: s.sgn())
+
+    def square_(self) -> Tensor:
+        return self._inplace(lambda s: s.square())
+
+    def erf_(self) -> Tensor:
+        return self._inplace(lambda s: s.erf())
+
+    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+        return self._inplace(lambda s: s.clamp_min(min), min)
+
+    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
+        return self._inplace(lambda s: s.clamp_max(max), max)
+
+    def cumsum_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        # (accumulates in self's dtype, as PyTorch: ints are not widened to int64 first)
+        return self._inplace(lambda s: s.cumsum(dim, dtype=self.dtype if dtype is None else dtype))
+
+    def fmod_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.fmod(other), other)
+
+    def remainder_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.remainder(other), other)
+
+    def floor_divide_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.floor_divide(other), other)
+
+    def true_divide_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.true_divide(other), other)
+
+    def divide_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        return self.div_(other, rounding_mode=rounding_mode)
+
+    def multiply_(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def subtract_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+        return self.sub_(other, alpha=alpha)
+
+    def tril_(self, diagonal: builtins.int = 0) -> Tensor:
+        return self._inplace(lambda s: s.tril(diagonal))
+
+    def triu_(self, diagonal: builtins.int = 0) -> Tensor:
+        return self._inplace(lambda s: s.triu(diagonal))
+
+    def eq_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.eq(other), other)
+
+    def ne_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.ne(other), other)
+
+    def lt_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.lt(other), other)
+
+    def le_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.le(other), other)
+
+    def gt_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.gt(other), other)
+
+    def ge_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.ge(other), other)
+
+    greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
+
+    def logical_and_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.logical_and(other), other)
+
+    def logical_or_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.logical_or(other), other)
+
+    def logical_xor_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.logical_xor(other), other)
+
+    def logical_not_(self) -> Tensor:
+        return self._inplace(lambda s: s.logical_not())
+
+    # bitwise and integer ops: no gradient (PyTorch defines none); ints and bools only
+    def _integral(self, o: Any, name: str, bools: builtins.bool = True) -> tuple[Tensor, Any]:
+        a, b = _promote(self, o)
+        for t in (a, b):
+            kind = t._data.dtype.kind if isinstance(t, Tensor) else ("b" if isinstance(t, bool) else "f"
+                                                                      if isinstance(t, float) else "i")
+            if kind not in ("iub" if bools else "iu"):
+                dt = t.dtype.name.capitalize() if isinstance(t, Tensor) else "Float"
+                raise NotImplementedError(f'"{name}_cpu" not implemented for \'{dt}\'')
+        return a, b
+
+    def bitwise_and(self, other: Any) -> Tensor:
+        """Bitwise AND of ints or bools: ``tensor([6]).bitwise_and(3)`` is ``tensor([2])``."""
+        a, b = self._integral(other, "bitwise_and")
+        return Tensor._make(B.bitwise_and(a._data, _raw(b)))
+
+    def bitwise_or(self, other: Any) -> Tensor:
+        """Bitwise OR of ints or bools: ``tensor([6]).bitwise_or(3)`` is ``tensor([7])``."""
+        a, b = self._integral(other, "bitwise_or")
+        return Tensor._make(B.bitwise_or(a._data, _raw(b)))
+
+    def bitwise_xor(self, other: Any) -> Tensor:
+        """Bitwise XOR of ints or bools: ``tensor([6]).bitwise_xor(3)`` is ``tensor([5])``."""
+        a, b = self._integral(other, "bitwise_xor")
+        return Tensor._make(B.bitwise_xor(a._data, _raw(b)))
+
+    def bitwise_not(self) -> Tensor:
+        """Bitwise NOT of ints or bools: ``tensor([0]).bitwise_not()`` is ``tensor([-1])``."""
+        self._integral(self, "bitwise_not")
+        return ~self
+
+    def bitwise_left_shift(self, other: Any) -> Tensor:
+        """``x << other`` for ints: ``tensor([1]).bitwise_left_shift(3)`` is ``tensor([8])``."""
+        a, b = self._integral(other, "lshift", bools=False)
+        return Tensor._make(B.left_shift(a._data, _raw(b)))
+
+    def bitwise_right_shift(self, other: Any) -> Tensor:
+        """``x >> other`` for ints: ``tensor([8]).bitwise_right_shift(3)`` is ``tensor([1])``."""
+        a, b = self._integral(other, "rshift", bools=False)
+        return Tensor._make(B.right_shift(a._data, _raw(b)))
+
+    def gcd(self, other: Any) -> Tensor:
+        """Greatest common divisor of ints: ``tensor([12]).gcd(tensor([8]))`` is ``tensor([4])``."""
+        a, b = self._integral(other, "gcd", bools=False)
+        return Tensor._make(B.gcd(a._data, _raw(b)))
+
+    def lcm(self, other: Any) -> Tensor:
+        """Least common multiple of ints: ``tensor([4]).lcm(tensor([6]))`` is ``tensor([12])``."""
+        a, b = self._integral(other, "lcm", bools=False)
+        return Tensor._make(B.lcm(a._data, _raw(b)))
+
+    def bitwise_and_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_and(other))
+
+    def bitwise_or_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_or(other))
+
+    def bitwise_xor_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_xor(other))
+
+    def bitwise_not_(self) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_not())
+
+    def bitwise_left_shift_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_left_shift(other))
+
+    def bitwise_right_shift_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.bitwise_right_shift(other))
+
+    def gcd_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.gcd(other))
+
+    def lcm_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.lcm(other))
+
+    def ldexp(self, other: Any) -> Tensor:
+        """x * 2**other (PyTorch's composite, differentiable in both): ``tensor([1.]).ldexp(tensor([3]))``
+        is ``tensor([8.])``."""
+        return self * (2.0 ** _as_tensor(other))
+
+    def ldexp_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.ldexp(other), other)
+
+    def frexp(self) -> Any:
+        """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1): the
+        mantissa is differentiable (x / 2**exponent)."""
+        if self._data.dtype.kind != "f":
+            raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {self.dtype}")
+        e = Tensor._make(B.frexp(self._data)[1].astype(np.int32))
+        return return_types.frexp(self * Tensor._make(B.ldexp(np.ones((), self._data.dtype), -e._data)), e)
+
+    def nextafter(self, other: Any) -> Tensor:
+        """The next representable float after x towards other (no gradient)."""
+        a, b = _promote(self, other)
+        if a._data.dtype.kind != "f":
+            raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
+        return Tensor._make(B.nextafter(a._data, _raw(b)))
+
+    def nextafter_(self, other: Any) -> Tensor:
+        return self._inplace(lambda s: s.nextafter(other))
+
+    # shape and scatter helpers
+    def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
+        """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim:
+        ``arange(5.).unfold(0, 2, 2)`` is ``[[0, 1], [2, 3]]``."""
+        d = _dim(dimension, max(self.ndim, 1))
+        n = self.shape[d] if self.ndim else 1
+        if size > n:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        if not self.ndim:
+            return self.reshape(1)
+        idx = np.arange((n - size) // step + 1)[:, None] * step + np.arange(size)  # (windows, size)
+        x = self.movedim(d, -1)[..., Tensor._make(idx)]  # (..., windows, size)
+        return x.movedim(-2, d)
+
+    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
+        """The slice at ``index`` along ``dim``, that dim removed: ``x.select(1, 0)`` is ``x[:, 0]``."""
+        d = _dim(dim, self.ndim)
+        n = self.shape[d]
+        if not -n <= index < n:
+            raise IndexError(f"select(): index {index} out of range for tensor of size {list(self.shape)} "
+                             f"at dimension {d}")
+        return self[(slice(None),) * d + (index,)]
+
+    def _scatter_into(self, key: Any, src: Tensor, what: str) -> Tensor:
+        out = self.clone()
+        want = tuple(out[key].shape)
+        if tuple(src.shape) != want:
+            raise RuntimeError(f"{what}: expected src to have a size equal to the slice of self. src size = "
+                               f"{list(src.shape)}, slice size = {list(want)}")
+        out[key] = src
+        return out
+
+    def select_scatter(self, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+        """A copy of self with ``src`` written at ``select(dim, index)`` (differentiable in both)."""
+        self.select(dim, index)
+        return self._scatter_into((slice(None),) * _dim(dim, self.ndim) + (index,), src, "select_scatter")
+
+    def slice_scatter(self, src: Tensor, dim: builtins.int = 0, start: builtins.int | None = None,
+                      end: builtins.int | None = None, step: builtins.int = 1) -> Tensor:
+        """A copy of self with ``src`` written at ``[start:end:step]`` along ``dim``."""
+        key = (slice(None),) * _dim(dim, self.ndim) + (slice(start, end, step),)
+        return self._scatter_into(key, src, "slice_scatter")
+
+    def diagonal_scatter(self, src: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0,
+                         dim2: builtins.int = 1) -> Tensor:
+        """A copy of self with ``src`` written on ``diagonal(offset, dim1, dim2)``."""
+        d1, d2 = _dim(dim1, self.ndim), _dim(dim2, self.ndim)
+        want = tuple(self.diagonal(offset, d1, d2).shape)
+        if tuple(src.shape) != want:
+            raise RuntimeError(f"diagonal_scatter: expected src to have a size equal to the slice of self. "
+                               f"src size = {list(src.shape)}, slice size = {list(want)}")
+        k = want[-1]
+        rows = np.arange(k) + max(-offset, 0)
+        cols = np.arange(k) + max(offset, 0)
+        order = [i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2]
+        out = self.permute(order).clone()  # (..., n1, n2)
+        out[..., Tensor._make(rows), Tensor._make(cols)] = src
+        return out.permute(np.argsort(order).tolist())
+
+    def split_with_sizes(self, split_sizes: Sequence[builtins.int], dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """Pieces of the given sizes along ``dim`` (they must add up to its length)."""
+        d = _dim(dim, self.ndim)
+        if builtins.sum(split_sizes) != self.shape[d]:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self.shape[d]} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes={list(split_sizes)}")
+        return tuple(self.split(list(split_sizes), d))
+
+    def sum_to_size(self, *size: Any) -> Tensor:
+        """Sum broadcast dims away to reach ``size``: ``ones(2, 3).sum_to_size(1, 3)`` is ``[[2, 2, 2]]``."""
+        s = _shape_arg(size)
+        n = len(s)
+        if n > self.ndim or builtins.any(t != 1 and t != x for t, x in zip(s, self.shape[self.ndim - n:])):
+            raise RuntimeError(f"size {{{list(s)}}} is not expandable to size {{{list(self.shape)}}}.")
+        lead = tuple(range(self.ndim - n))
+        keep = tuple(i for i, t in enumerate(s) if t == 1 and self.shape[self.ndim - n + i] != 1)
+        r = self.sum(lead) if lead else self
+        return r.sum(keep, keepdim=True) if keep else r
+
+    def new(self, *args: Any, **kwargs: Any) -> Tensor:
+        """Legacy constructor: ``x.new(2, 3)`` is uninitialised of x's dtype, ``x.new([1, 2])`` a tensor."""
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            return args[0].detach()
+        if len(args) == 1 and not isinstance(args[0], builtins.int | Size):
+            return tensor(args[0], dtype=self.dtype)
+        return empty(*args, dtype=self.dtype) if args else empty(0, dtype=self.dtype)
+
+    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+        """Positions where ``mask`` holds take consecutive elements of ``source`` (row-major order)."""
+        if mask._data.dtype != np.bool_:
+            raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+        if source._data.dtype != self._data.dtype:
+            raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
+                               f"{self.dtype} and {source.dtype}")
+        _check_broadcast(self._data.shape, mask._data.shape)
+        shape = np.broadcast_shapes(self._data.shape, mask._data.shape)
+        m = np.broadcast_to(mask._data, shape)
+        count = builtins.int(m.sum())
+        if count > source.numel():
+            raise RuntimeError(f"masked_scatter: Number of elements of source < number of ones in mask "
+                               f"({source.numel()} < {count})")
+        pos = np.maximum(np.cumsum(m.reshape(-1)) - 1, 0).reshape(shape)  # index into source per position
+        picked = source.reshape(-1)[Tensor._make(pos)] if source.numel() else self.expand(shape) * 0
+        return where(Tensor._make(np.ascontiguousarray(m)), picked, self.expand(shape))
+
+    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+        return self._inplace(lambda s: s.masked_scatter(mask, source), source)
+
+    def fill_diagonal_(self, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
+        """Fill the main diagonal in place (all dims equal when more than 2; ``wrap`` for tall matrices)."""
+        if self.ndim < 2:
+            raise RuntimeError(f"dimensions must larger than 1, got {self.ndim}")
+        if self.ndim > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError(f"all dimensions of input must be of equal length, got {list(self.shape)}")
+        m = np.zeros(self._data.shape, np.bool_)
+        np.fill_diagonal(m, True, wrap=wrap)
+        return self._inplace(lambda s: s.masked_fill(Tensor._make(m), fill_value), fill_value)
+
+    def argwhere(self) -> Tensor:
+        """Indices of the non-zero elements, one row each: ``tensor([0, 3]).argwhere()`` is ``[[1]]``."""
+        if not self.ndim:  # (one row of no coordinates when the scalar is non-zero)
+            return self.reshape(1).nonzero()[:, :0]
+        return self.nonzero()
+
+    def renorm(self, p: Number, dim: builtins.int, maxnorm: Number) -> Tensor:
+        """Each slice along ``dim`` scaled down to p-norm ``maxnorm`` where its norm exceeds it."""
+        if self._data.dtype.kind != "f":
+            raise RuntimeError(f"renorm: expected a floating point tensor, got {self.dtype}")
+        if p <= 0:
+            raise RuntimeError(f"renorm: non-positive-norm not supported, got p = {p}")
+        if maxnorm < 0:
+            raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        d = _dim(dim, self.ndim)
+        others = tuple(i for i in range(self.ndim) if i != d)
+        norm = self.norm(p, others, keepdim=True) if others else self.abs()
+        # PyTorch's factor: maxnorm / (norm + 1e-7) where the norm exceeds maxnorm, else 1
+        return self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
+
+    def renorm_(self, p: Number, dim: builtins.int, maxnorm: Number) -> Tensor:
+        return self._inplace(lambda s: s.renorm(p, dim, maxnorm))
+
+    def dist(self, other: Any, p: Number = 2) -> Tensor:
+        """The p-norm of ``self - other``: ``tensor([3.]).dist(tensor([0.]))`` is ``tensor(3.)``."""
+        return (self - other).norm(p)
+
+    def quantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False, *,
+                 interpolation: str = "linear") -> Tensor:
+        """The q-th quantiles along ``dim`` (of all elements when None), differentiable through the
+        selected values: ``tensor([1., 2., 4.]).quantile(0.5)`` is ``tensor(2.)``."""
+        return self._quantile(q, dim, keepdim, interpolation, ignore_nan=False)
+
+    def nanquantile(self, q: Any, dim: builtins.int | None = None, keepdim: builtins.bool = False, *,
+                    interpolation: str = "linear") -> Tensor:
+        """quantile ignoring NaNs (NaN where a whole slice is NaN)."""
+        return self._quantile(q, dim, keepdim, interpolation, ignore_nan=True)
+
+    def _quantile(self, q: Any, dim: builtins.int | None, keepdim: builtins.bool, interpolation: str,
+                  ignore_nan: builtins.bool) -> Tensor:
+        name = "nanquantile" if ignore_nan else "quantile"
+        if self._data.dtype.kind != "f":
+            raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+        if isinstance(q, Tensor):
+            if q._data.dtype != self._data.dtype:
+                raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+            if q.ndim > 1:
+                raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+            qs = q._data.astype(np.float64)
+        else:
+            qs = np.asarray(q, np.float64)
+        if qs.size and not (builtins.bool((qs >= 0).all()) and builtins.bool((qs <= 1).all())):
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]" if isinstance(q, Tensor)
+                               else f"{name}() q must be in the range [0, 1] but got {q}")
+        if self.numel() == 0:
+            raise RuntimeError(f"{name}() input tensor must be non-empty")
+        if dim is None:
+            x, out_shape = self.reshape(-1), ((1,) * self.ndim if keepdim else ())
+        else:
+            d = _dim(dim, max(self.ndim, 1))
+            x = self.reshape(1) if not self.ndim else self.movedim(d, -1)
+            shape = list(self.shape)
+            if shape:
+                shape[d] = 1
+                if not keepdim:
+                    del shape[d]
+            out_shape = tuple(shape)
+        v = x.sort(-1).values  # NaNs sort last
+        n = v.shape[-1]
+        nan = B.isnan(v._data)
+        if ignore_nan:
+            ranks = qs.reshape(qs.shape + (1,) * v.ndim) * ((~nan).sum(-1, keepdims=True) - 1)
+            ranks = np.where(ranks < 0, 0, ranks)
+        else:
+            ranks = qs.reshape(qs.shape + (1,) * v.ndim) * (n - 1) + np.zeros(nan.shape[:-1] + (1,))
+            ranks = np.where(nan.any(-1, keepdims=True), n - 1, ranks)
+        ranks = ranks.astype(self._data.dtype).astype(np.float64)  # (PyTorch computes ranks in input's dtype)
+        if interpolation == "lower":
+            ranks = np.floor(ranks)
+        elif interpolation == "higher":
+            ranks = np.ceil(ranks)
+        elif interpolation == "nearest":
+            ranks = np.round(ranks)
+        elif interpolation not in ("linear", "midpoint"):
+            raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or "
+                               f"nearest, but got {interpolation}")
+        vb = v.expand(ranks.shape[:-1] + (n,))
+        below = ranks.astype(np.int64)
+        r = vb.gather(-1, Tensor._make(below))
+        if interpolation in ("linear", "midpoint"):
+            above = vb.gather(-1, Tensor._make(np.ceil(ranks).astype(np.int64)))
+            w = np.full(ranks.shape, 0.5) if interpolation == "midpoint" else ranks - below
+            r = r.lerp(above, Tensor._make(w.astype(self._data.dtype)))
+        return r.reshape(qs.shape + out_shape)
+
+    def cov(self, *, correction: builtins.int = 1, fweights: Tensor | None = None,
+            aweights: Tensor | None = None) -> Tensor:
+        """Covariance of the variables in rows, observations in columns (a 1-D input is one variable)."""
+        if self.ndim > 2:
+            raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
+                               f"{self.ndim} dimensions")
+        x = self if self.ndim == 2 else self.reshape(1, -1)
+        if x._data.dtype.kind != "f":
+            x = x.to(D.get_default_dtype())
+        n = x.shape[1]
+        w = fweights
+        if fweights is not None:
+            if fweights._data.dtype.kind not in "iu":
+                raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
+                                   f"{fweights.dtype.name.capitalize()} dtype")
+            if fweights.ndim > 1:
+                raise RuntimeError(f"cov(): expected fweights to have one or fewer dimensions but got fweights "
+                                   f"with {fweights.ndim} dimensions")
+            if fweights.numel() != n:
+                raise RuntimeError(f"cov(): expected fweights to have the same numel as there are observations "
+                                   f"in the input but got {fweights.numel()} != {n}")
+        if aweights is not None:
+            if aweights._data.dtype.kind != "f":
+                raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
+                                   f"{aweights.dtype.name.capitalize()} dtype")
+            if aweights.ndim > 1:
+                raise RuntimeError(f"cov(): expected aweights to have one or fewer dimensions but got aweights "
+                                   f"with {aweights.ndim} dimensions")
+            if aweights.numel() != n:
+                raise RuntimeError(f"cov(): expected aweights to have the same numel as there are observations "
+                                   f"in the input but got {aweights.numel()} != {n}")
+            w = aweights if w is None else w * aweights
+        if w is None:
+            w_sum: Any = n
+            avg = x.mean(1)
+        else:
+            w = w.to(x.dtype)
+            w_sum = w.sum()
+            avg = (x * w).sum(1) / w_sum
+        if w is not None and aweights is not None and correction != 0:
+            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+        else:
+            norm = w_sum - correction
+        norm = norm.clamp_min(0) if isinstance(norm, Tensor) else builtins.max(norm, 0)
+        xc = x - avg.unsqueeze(1)
+        c = xc @ (xc if w is None else xc * w).t()
+        return (c / norm).squeeze()
+
+    def corrcoef(self) -> Tensor:
+        """Pearson correlation coefficients of the variables in rows (see ``cov``)."""
+        c = self.cov()
+        if c.ndim == 0:
+            return c / c
+        sd = c.diagonal().sqrt()
+        c = c / sd.unsqueeze(1) / sd.unsqueeze(0)
+        return c.clamp(-1, 1)
+
+    def index_reduce(self, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
+                     include_self: builtins.bool = True) -> Tensor:
+        """Reduce rows of ``source`` into ``self`` at ``index`` along ``dim`` with prod, mean, amax or amin."""
+        if reduce not in ("prod", "mean", "amax", "amin"):
+            raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
+                               f"{reduce}.")
+        if index._data.dtype not in (np.int64, np.int32):
+            raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                               f"{index.dtype.name.capitalize()}")
+        if index.ndim > 1:
+            raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got {index.ndim} dims")
+        d = _dim(dim, max(self.ndim, 1))
+        src = source if source.ndim else source.reshape(1)
+        if index.numel() != (src.shape[d] if src.ndim else 1):
+            raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
+                               f"source.size(dim): ({src.shape[d] if src.ndim else 1}), for dim: {d}")
+        view = [1] * src.ndim
+        view[d] = -1
+        idx = index.to(D.int64).reshape(view).expand(src.shape)
+        x = self if self.ndim else self.reshape(1)
+        return x.scatter_reduce(d, idx, src, reduce, include_self=include_self).reshape(self.shape)
+
+    def index_reduce_(self, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
+                      include_self: builtins.bool = True) -> Tensor:
+        return self._inplace(lambda s: s.index_reduce(dim, index, source, reduce, include_self=include_self),
+                             source)
+
     # ---- shape ---------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
         """A tensor of the same data with a new shape (one size may be -1)."""
@@ -1900,7 +2442,12 @@ class Tensor:
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))
 
     def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
-        x = self.movedim(dim1, -2).movedim(dim2 if dim2 > dim1 else dim2 + 1, -1) if (dim1, dim2) != (-2, -1) else self
+        d1, d2 = _dim(dim1, self.ndim), _dim(dim2, self.ndim)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        # (a permute, not two movedims: the second index shifts when dim2 < dim1)
+        x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2]) \
+            if (d1, d2) != (self.ndim - 2, self.ndim - 1) else self
         n, m = x.shape[-2:]
         i = np.arange(max(0, -offset), min(n, m - offset))
         return x[..., i, i + offset]
@@ -2801,6 +3348,7 @@ class return_types:  # noqa: N801 - PyTorch's name
     cummax = namedtuple("cummax", ["values", "indices"])
     cummin = namedtuple("cummin", ["values", "indices"])
     aminmax = namedtuple("aminmax", ["min", "max"])
+    frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
 
 def _unique_result(u: np.ndarray, inv: np.ndarray, cnt: np.ndarray, return_inverse: builtins.bool,
@@ -2869,6 +3417,76 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: builtins.bool | None = No
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     return (input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim))
+
+
+# ---- more free functions (compat 2) ------------------------------------------------------------
+
+def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
+    """Flat indices to coordinates in ``shape``: ``unravel_index(tensor(5), (2, 3))`` is ``(1, 2)``."""
+    ix = _as_tensor(indices)
+    if ix._data.dtype.kind not in "iu":
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {ix.dtype}")
+    dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape)
+    if builtins.any(d < 0 for d in dims):
+        raise ValueError(f"'shape' cannot have negative values, but got {tuple(dims)}")
+    rest, coords = ix._data.astype(np.int64), []
+    # floor division and modulo per dim, last first: out-of-range and negative indices wrap as in PyTorch
+    for d in reversed(dims):
+        coords.append(rest % d if d else rest * 0)
+        rest = rest // d if d else rest * 0
+    return tuple(Tensor._make(np.asarray(c, np.int64)) for c in reversed(coords))
+
+
+def _trapezoid_parts(y: Tensor, x: Any, dx: Any, dim: builtins.int) -> tuple[Tensor, Any]:
+    d = _dim(dim, y.ndim)
+    n = y.shape[d]
+    mid = (y.narrow(d, 1, n - 1) + y.narrow(d, 0, n - 1)) if n else y
+    if x is None:
+        return mid, (1 if dx is None else dx)
+    if x.ndim == 1:
+        if x.shape[0] != n:
+            raise RuntimeError(f"trapezoid: There must be one `x` value for each sample point, got {x.shape[0]} "
+                               f"values for {n} samples")
+        view = [1] * y.ndim
+        view[d] = n - 1
+        return mid, x.diff().reshape(view)
+    return mid, x.diff(dim=d)
+
+
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Number | None = None, dim: builtins.int = -1) -> Tensor:
+    """Trapezoid rule along ``dim``, with sample points ``x`` or spacing ``dx`` (default 1)."""
+    mid, step = _trapezoid_parts(y, x, dx, dim)
+    if y.shape[_dim(dim, y.ndim)] == 0:
+        return y.sum(dim)
+    return (mid * step).sum(dim) / 2
+
+
+def trapz(y: Tensor, x: Tensor | None = None, *, dx: Number | None = None, dim: builtins.int = -1) -> Tensor:
+    """Alias of ``trapezoid``."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Number | None = None,
+                         dim: builtins.int = -1) -> Tensor:
+    """Running trapezoid integral along ``dim`` (one element shorter than y there)."""
+    mid, step = _trapezoid_parts(y, x, dx, dim)
+    return (mid * step).cumsum(dim) / 2
+
+
+def vander(x: Tensor, N: builtins.int | None = None, increasing: builtins.bool = False) -> Tensor:  # noqa: N803
+    """Vandermonde matrix of a 1-D x: columns x**(N-1), ..., x**0 (reversed when ``increasing``)."""
+    if x.ndim != 1:
+        raise RuntimeError(f"x must be a one-dimensional tensor, got {x.ndim} dimensions")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError(f"N must be non-negative, got {n}")
+    dt = D.int64 if x._data.dtype.kind in "biu" else x.dtype
+    xs = x.to(dt).unsqueeze(1)
+    cols = [ones(x.shape[0], 1, dtype=dt)][:n]
+    if n > 1:
+        cols.append(xs.expand(x.shape[0], n - 1).cumprod(1))
+    r = cat(cols, 1) if cols else zeros(x.shape[0], 0, dtype=dt)
+    return r if increasing else r.flip(1)
 
 
 # ---- creation ----------------------------------------------------------------------------------
