@@ -862,7 +862,10 @@ class GetItem(Function):
         self.shape, self.index, self.advanced = x.shape, index, advanced
         if advanced and isinstance(index, np.ndarray) and index.dtype.kind in "iu":
             return B.take_rows(x, index)  # rows by integer index (embeddings): into the arena
-        return x[index]
+        out = x[index]
+        if isinstance(out, np.generic):  # one element: a 0-d view, as PyTorch's (NumPy gives a copy)
+            out = x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
+        return out
 
     def backward(self, g):
         if not self.advanced and isinstance(g, np.ndarray):

@@ -2467,9 +2467,12 @@ class Tensor:
     def __getitem__(self, index: Any) -> Tensor:
         idx, advanced = _index(self, index)
         try:
-            return F.GetItem.apply(self, index=idx, advanced=advanced)
+            t = F.GetItem.apply(self, index=idx, advanced=advanced)
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
+        if not advanced:
+            t._view = (self, idx)  # an in-place op on t is an in-place op on self there (_inplace)
+        return t
 
     def __setitem__(self, index: Any, value: Any) -> None:
         idx, advanced = _index(self, index)
@@ -2621,6 +2624,14 @@ class Tensor:
         graph = _enabled.get() and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
         if graph and self.requires_grad and self._grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        view = getattr(self, "_view", None)
+        if graph:
+            t = view
+            while t is not None:
+                if t[0].requires_grad and t[0]._grad_fn is None:
+                    raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                       "operation.")
+                t = getattr(t[0], "_view", None)
         if graph:
             # the op reads the old value through a copy that keeps self's place in the graph
             old = Tensor._make(B.copy(self._data))
@@ -2639,6 +2650,8 @@ class Tensor:
         _bump(self)
         if graph:
             self._grad_fn, self.requires_grad = r._grad_fn, r.requires_grad
+        if view is not None:
+            _write_through(view, self, graph)
         return self
 
     def add_(self, other: Any, *, alpha: Number = 1) -> Tensor:
@@ -3006,6 +3019,23 @@ def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
     # getrefcount's argument; to a: x's slot, _reusable's local, ours and the argument
     return (a.base is None and a.flags.writeable and x._mem is None and not (x.requires_grad and x._grad_fn is None)
             and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4)
+
+
+def _write_through(view: tuple[Tensor, Any] | None, value: Tensor, graph: builtins.bool) -> None:
+    """After an in-place op on ``value``, a view ``base[index]`` made by basic indexing (its storage
+    is the base's): the base's version bumped and, when a graph is recorded, its place in the graph
+    taken by ``base[index] = value``, as PyTorch rebases a view's base, up the chain of views."""
+    while view is not None:
+        base, index = view
+        _bump(base)
+        if graph:
+            old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
+            old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
+            value = F.IndexPut.apply(old, value, index=index, accumulate=False)
+            base._grad_fn, base.requires_grad = value._grad_fn, value.requires_grad
+        else:
+            value = base
+        view = getattr(base, "_view", None)
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -326,3 +327,51 @@ def test_backward_inputs_restricts_accumulation() -> None:
     b = lg.ones(2, requires_grad=True)
     (a * b).sum().backward(inputs=[a])
     assert a.grad is not None and b.grad is None
+
+
+def _view_cases(T: Any) -> list[Any]:
+    """In-place ops through views made by basic indexing: values and gradients of the base."""
+    out = []
+    x = T.ones(2, 3, requires_grad=True)
+    b = x * 2
+    b[1].mul_(3)  # a method on a view: the base's graph must see it
+    (b * b).sum().backward()
+    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
+    x = T.ones(2, 3, requires_grad=True)
+    b = x * 2
+    b[1][0].mul_(5)  # a view of a view, down to one element
+    b[0, 1:].add_(b[1, :2])
+    (b * b).sum().backward()
+    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
+    buf, h = T.zeros(2, 3), T.ones(3, requires_grad=True)
+    buf[1].copy_(h * 2)  # a buffer that needs no grad gets a graph through its view
+    (buf * buf).sum().backward()
+    out += [buf.detach().numpy().copy(), h.grad.numpy().copy()]
+    v = T.ones(3)
+    e = v[1]
+    e.mul_(3)  # one element of a 1-D tensor is a view too
+    v.add_(1)
+    out += [v.numpy().copy(), e.numpy().copy()]
+    return out
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+def test_inplace_ops_on_views_reach_the_base_as_in_torch() -> None:
+    for ours, theirs in zip(_view_cases(lg), _view_cases(torch)):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_inplace_on_a_view_of_a_leaf_that_requires_grad_raises_before_writing() -> None:
+    w = lg.ones(3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        w[1:].mul_(2)
+    np.testing.assert_array_equal(w.detach().numpy(), np.ones(3))
+
+
+def test_inplace_on_a_view_after_its_base_was_saved_raises_at_backward() -> None:
+    x = lg.ones(3, requires_grad=True)
+    b = x * 1
+    y = b * b  # saves b
+    b[0].mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
