@@ -17,6 +17,7 @@ from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import Module
 from .norm import *  # noqa: F403
+from .parallel import DataParallel
 from .padding import *  # noqa: F403
 from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedParameter
 from .pooling import *  # noqa: F403

@@ -1734,3 +1734,241 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
             v, inside = tap(y0 + dy, x0 + dx)
             terms.append(where(Tensor._make(inside[:, None]), v, 0.0) * (wy * wx).unsqueeze(1))
     return terms[0] + terms[1] + terms[2] + terms[3]
+
+
+# ---- compat layers 3 ---------------------------------------------------------------------------
+
+from ._spatial import avg_pool1d as _avg_pool1d  # noqa: E402
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    return celu(input, alpha, True)
+
+
+def selu_(input: Tensor) -> Tensor:
+    return selu(input, True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, True)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels: one draw per (sample, channel) of an (N, C, ...) input."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _inplace(input, inplace, lambda x: x * 0)
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    alpha = _SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    shape = input.shape[:2] + (1,) * (input.ndim - 2)
+    keep = _gen(None).random(shape) >= p
+    # as alpha_dropout, with the mask broadcast over each channel
+    mult = _const(keep * a, input)
+    add = _const((keep - 1.0) * (alpha * a) + alpha * a * p, input)
+    return _inplace(input, inplace, lambda x: x * mult + add)
+
+
+def _lp_pool(nd: int, input: Tensor, norm_type: float, kernel_size: Any, stride: Any, ceil_mode: bool) -> Tensor:
+    pool_max = (_max_pool1d, _max_pool2d, max_pool3d)[nd - 1]
+    pool_avg = (_avg_pool1d, _avg_pool2d, avg_pool3d)[nd - 1]
+    if norm_type == math.inf:
+        return pool_max(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return -pool_max(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = pool_avg(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    # sum of |x|^p over the window = mean * window size; sign * relu(abs) keeps PyTorch's gradient
+    return (out.sign() * relu(out.abs())).mul(math.prod(_tuple(kernel_size, nd, "kernel_size"))).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: int, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling: (sum over the window of x^p)^(1/p), over (N, C, L) or (C, L)."""
+    return _lp_pool(1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, H, W) or (C, H, W)."""
+    return _lp_pool(2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+    return _lp_pool(3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def _fractional_starts(sample: np.ndarray, in_size: int, out_size: int, pool: int) -> np.ndarray:
+    """Window starts per (N, C) sample, PyTorch's interval rule computed in the samples' precision."""
+    starts = np.empty(sample.shape + (out_size,), np.int64)
+    starts[..., -1] = in_size - pool
+    if out_size > 1:
+        alpha = sample.dtype.type(in_size - pool) / sample.dtype.type(out_size - 1)
+        i = np.arange(out_size - 1, dtype=sample.dtype)
+        starts[..., :-1] = ((i + sample[..., None]) * alpha).astype(np.int64) - \
+            (sample * alpha).astype(np.int64)[..., None]
+    return starts
+
+
+def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
+                         return_indices: bool, _random_samples: Tensor | None) -> Any:
+    name = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an output_ratio")
+    x, batched = _batched(input, nd, name)
+    spatial = x.shape[2:]
+    k = _tuple(kernel_size, nd, "kernel_size")
+    if output_size is None:
+        ratio = output_ratio if isinstance(output_ratio, tuple | list) else (output_ratio,) * nd
+        out = tuple(int(s * r) for s, r in zip(spatial, ratio, strict=True))
+    else:
+        out = _tuple(output_size, nd, "output_size")
+    n, c = x.shape[0], x.shape[1]
+    for d in range(nd):
+        if out[d] + k[d] - 1 > spatial[d]:
+            raise RuntimeError(f"{name}_out(): pool size {k[d]} too large relative to input size {spatial[d]} "
+                               f"(output size {out[d]}) in dim {d}")
+    if _random_samples is None:
+        samples = _gen(None).random((n, c, nd)).astype(x._data.dtype)
+    else:
+        if tuple(_random_samples.shape) != (n, c, nd):
+            raise RuntimeError(f"{name}(): expected _random_samples of shape {(n, c, nd)}, "
+                               f"got {tuple(_random_samples.shape)}")
+        samples = _random_samples._data.astype(x._data.dtype)
+    # PyTorch's sample order: (W, H) for 2-d, (T, H, W) for 3-d
+    order = (0,) if nd == 1 else ((1, 0) if nd == 2 else (0, 1, 2))
+    # flat input index of every tap of every window: (N, C, *out, *k)
+    strides = [math.prod(spatial[d + 1:]) for d in range(nd)]
+    flat = np.zeros((n, c) + out + k, np.int64)
+    for d in range(nd):
+        starts = _fractional_starts(samples[..., order[d]], spatial[d], out[d], k[d])  # (N, C, out_d)
+        pos = starts[..., :, None] + np.arange(k[d])  # (N, C, out_d, k_d)
+        shape = [n, c] + [1] * (2 * nd)
+        shape[2 + d], shape[2 + nd + d] = out[d], k[d]
+        flat = flat + pos.reshape(shape) * strides[d]
+    flat = flat.reshape(n, c, math.prod(out), math.prod(k))
+    plane = x.reshape(n, c, -1)._data
+    taps = np.take_along_axis(plane[:, :, :, None], flat.reshape(n, c, -1, 1), axis=2).reshape(flat.shape)
+    best = np.where(np.isnan(taps).any(-1), np.isnan(taps).argmax(-1), taps.argmax(-1))
+    index = np.take_along_axis(flat, best[..., None], -1)[..., 0]  # (N, C, prod(out))
+    idx = Tensor._make(index)
+    y = x.reshape(n, c, -1).gather(2, idx).reshape((n, c) + out)
+    idx = idx.reshape((n, c) + out)
+    if not batched:
+        y, idx = y.squeeze(0), idx.squeeze(0)
+    return (y, idx) if return_indices else y
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None) -> Any:
+    """Max pooling over pseudo-random overlapping windows, to ``output_size`` or ``output_ratio`` of
+    (N, C, H, W) or (C, H, W) input; ``_random_samples`` (N, C, 2) in [0, 1) fixes the windows."""
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
+                                       output_ratio: Any = None, return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                          return_indices: bool = False, _random_samples: Tensor | None = None) -> Any:
+    """3-D fractional max pooling over (N, C, D, H, W) or (C, D, H, W); samples (N, C, 3)."""
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples)
+
+
+def _lengths(v: Any, name: str) -> np.ndarray:
+    arr = np.asarray(v._data if isinstance(v, Tensor) else v)
+    if arr.dtype.kind not in "iu":
+        raise RuntimeError(f"{name} must be integral, got dtype {arr.dtype}")
+    return arr.reshape(-1).astype(np.int64)
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist temporal classification loss of (T, N, C) or (T, C) log-probabilities against
+    padded (N, S) or concatenated targets, by the forward (alpha) recursion in log space."""
+    from ..tensor import cat
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_probs.ndim not in (2, 3):
+        raise RuntimeError(f"ctc_loss: expected log_probs to be 2-D (T, C) or 3-D (T, N, C), got {log_probs.ndim}-D")
+    batched = log_probs.ndim == 3
+    lp = log_probs if batched else log_probs.unsqueeze(1)  # (T, N, C)
+    t_max, n, c = lp.shape
+    in_len, tgt_len = _lengths(input_lengths, "input_lengths"), _lengths(target_lengths, "target_lengths")
+    if not 0 <= blank < c:
+        raise RuntimeError("blank must be in label range")
+    if len(in_len) != n:
+        raise RuntimeError(f"input_lengths must be of size batch_size, expected {n}, got {len(in_len)}")
+    if len(tgt_len) != n:
+        raise RuntimeError(f"target_lengths must be of size batch_size, expected {n}, got {len(tgt_len)}")
+    if (in_len > t_max).any() or (in_len < 0).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got value "
+                           f"{int(in_len.max())}")
+    tg = targets._data if isinstance(targets, Tensor) else np.asarray(targets)
+    if tg.ndim == 2:
+        if (tgt_len > tg.shape[1]).any():
+            raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.max())} at dimension 1, "
+                               f"but got size {tg.shape[1]} for argument #2 'targets'")
+        rows = [tg[i, :tgt_len[i]] for i in range(n)]
+    else:
+        if tg.size < tgt_len.sum():
+            raise RuntimeError(f"Expected tensor to have size at least {int(tgt_len.sum())} at dimension 0, "
+                               f"but got size {tg.size} for argument #2 'targets'")
+        offsets = np.concatenate([[0], np.cumsum(tgt_len)])
+        rows = [tg.reshape(-1)[offsets[i]:offsets[i + 1]] for i in range(n)]
+    # extended labels: blank, l1, blank, l2, ..., blank; padded with blanks to a common length L
+    s_max = int(tgt_len.max()) if n else 0
+    ext_len = 2 * s_max + 1
+    ext = np.full((n, ext_len), blank, np.int64)
+    skip = np.zeros((n, ext_len), bool)  # may alpha[s] come from alpha[s - 2]?
+    for i, row in enumerate(rows):
+        ext[i, 1:2 * len(row):2] = row
+        s = np.arange(3, 2 * len(row), 2)
+        skip[i, s] = ext[i, s] != ext[i, s - 2]
+    # a finite stand-in for log(0): -inf would give nan gradients in logsumexp
+    neg = -1e30 if lp._data.dtype != np.float16 else -6e4
+    emit = lp.gather(2, Tensor._make(np.broadcast_to(ext, (t_max, n, ext_len)).copy()))  # (T, N, L)
+    start = np.full((n, ext_len), neg)
+    start[:, :2] = 0.0
+    start[tgt_len == 0, 1] = neg
+    alpha = emit[0] + _const(start, lp)
+    pad1, pad2 = _const(np.full((n, 1), neg), lp), _const(np.full((n, 2), neg), lp)
+    no_skip = _const(np.where(skip, 0.0, neg), lp)
+    for t in range(1, t_max):
+        s1 = cat([pad1, alpha[:, :-1]], 1)
+        s2 = cat([pad2, alpha[:, :-2]], 1) + no_skip if ext_len > 2 else no_skip
+        new = emit[t] + _stack3(alpha, s1, s2).logsumexp(0)  # (N, L)
+        alpha = where(_const((t < in_len)[:, None], lp).bool(), new, alpha)  # finished sequences stay
+    last = Tensor._make(np.stack([2 * tgt_len, np.maximum(2 * tgt_len - 1, 0)], 1))
+    ends = alpha.gather(1, last)  # (N, 2)
+    end_mask = _const(np.where(tgt_len[:, None] > 0, 0.0, np.array([[0.0, neg]])), lp)
+    nll = -(ends + end_mask).logsumexp(1)
+    feasible = (nll._data < -neg / 2) & (in_len > 0) | ((in_len == 0) & (tgt_len == 0))
+    if (in_len == 0).any():  # nothing emitted: probability 1 for an empty target, 0 otherwise
+        nll = where(_const(in_len == 0, lp).bool(), 0.0, nll)
+    infeasible = Tensor._make(~feasible)
+    nll = where(infeasible, 0.0 if zero_infinity else math.inf, nll)
+    if reduction == "mean":
+        nll = (nll / _const(np.maximum(tgt_len, 1), lp)).mean()
+    elif reduction == "sum":
+        nll = nll.sum()
+    elif not batched:
+        nll = nll.squeeze(0)
+    return nll
+
+
+def _stack3(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+    from ..tensor import stack
+    return stack([a, b, c], 0)

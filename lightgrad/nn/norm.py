@@ -113,6 +113,45 @@ class BatchNorm3d(_BatchNorm):
     _dims = (5,)
 
 
+class SyncBatchNorm(_BatchNorm):
+    """BatchNorm over any (N, C, ...) input whose statistics would be synchronised across processes
+    in distributed training; outside it (and on CPU, as PyTorch) it is plain batch normalisation.
+
+    >>> nn.SyncBatchNorm(3)(lightgrad.randn(4, 3, 5)).shape
+    lightgrad.Size([4, 3, 5])
+    """
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, process_group: Any = None, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input: Tensor) -> None:
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every BatchNorm*d replaced by a SyncBatchNorm sharing its parameters and buffers."""
+        out = module
+        if isinstance(module, _BatchNorm):
+            out = cls(module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                      process_group)
+            if module.affine:
+                out.weight, out.bias = module.weight, module.bias
+            out.running_mean, out.running_var = module.running_mean, module.running_var
+            out.num_batches_tracked = module.num_batches_tracked
+            out.training = module.training
+            if hasattr(module, "qconfig"):
+                out.qconfig = module.qconfig
+        for name, child in module.named_children():
+            out.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return out
+
+
 def _as_shape(normalized_shape: Any) -> tuple[int, ...]:
     return (int(normalized_shape),) if isinstance(normalized_shape, int) else tuple(int(s) for s in normalized_shape)
 
@@ -252,4 +291,4 @@ class LocalResponseNorm(Module):
 
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "LayerNorm", "LocalResponseNorm", "RMSNorm"]
+           "LayerNorm", "LocalResponseNorm", "RMSNorm", "SyncBatchNorm"]

@@ -44,7 +44,7 @@ from ..function import Function
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DataParallel", "DistributedDataParallel"]
 
 
 class _Reduce(Function):
@@ -281,3 +281,22 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+
+class DataParallel(Module):
+    """``nn.DataParallel`` on a machine with one CPU device: a pass-through wrapper, as PyTorch's
+    without CUDA. The wrapped model is ``.module`` and its state-dict keys get the ``module.`` prefix.
+
+    >>> DataParallel(nn.Linear(2, 1)).state_dict().keys()
+    odict_keys(['module.weight', 'module.bias'])
+    """
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None, dim: int = 0) -> None:
+        super().__init__()
+        self.module = module
+        self.device_ids: list[Any] = []  # as PyTorch when no accelerator is available
+        self.dim = dim
+        self.output_device = output_device
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        return self.module(*inputs, **kwargs)
