@@ -2791,6 +2791,38 @@ class Tensor:
         _bump(self)
         return self
 
+    def multinomial(self, num_samples: builtins.int, replacement: builtins.bool = False, *,
+                    generator: Any = None) -> Tensor:
+        """``lightgrad.multinomial(self, ...)``: category indices drawn by the rows' weights."""
+        from .random import multinomial
+        return multinomial(self, num_samples, replacement, generator=generator)
+
+    def bernoulli(self, *, generator: Any = None) -> Tensor:
+        """1 with probability self, elementwise: ``lightgrad.bernoulli(self)``."""
+        from .random import bernoulli
+        return bernoulli(self, generator=generator)
+
+    def log_normal_(self, mean: builtins.float = 1.0, std: builtins.float = 2.0, *, generator: Any = None) -> Tensor:
+        from .random import _gen
+        self._check_leaf_inplace()
+        self._data[...] = _gen(generator).lognormal(mean, std, self.shape)
+        _bump(self)
+        return self
+
+    def cauchy_(self, median: builtins.float = 0.0, sigma: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
+        from .random import _gen
+        self._check_leaf_inplace()
+        self._data[...] = median + sigma * _gen(generator).standard_cauchy(self.shape)
+        _bump(self)
+        return self
+
+    def geometric_(self, p: builtins.float, *, generator: Any = None) -> Tensor:
+        from .random import _gen
+        self._check_leaf_inplace()
+        self._data[...] = _gen(generator).geometric(p, self.shape)
+        _bump(self)
+        return self
+
     def exponential_(self, lambd: builtins.float = 1.0, *, generator: Any = None) -> Tensor:
         from .random import _gen
         self._data[...] = _gen(generator).exponential(1.0 / lambd, self.shape)

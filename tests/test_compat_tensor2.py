@@ -204,3 +204,19 @@ def test_integer_round_and_inplace_forms_keep_dtype(dtype: str) -> None:
 def test_argwhere_scalar_matches_torch(value: float) -> None:
     lo, to = lg.tensor(value).argwhere(), torch.tensor(value).argwhere()
     assert tuple(lo.shape) == tuple(to.shape) and lo.dtype.name == "int64"
+
+
+def test_sampling_methods_draw_from_their_distributions() -> None:
+    lg.manual_seed(0)
+    p = lg.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    assert p.multinomial(2, replacement=True).tolist() == [[2, 2], [0, 0]]
+    b = lg.full((20000,), 0.25).bernoulli()
+    assert abs(b.mean().item() - 0.25) < 0.02
+    ln = lg.empty(20000, dtype=lg.float64).log_normal_(0.0, 0.5)
+    assert abs(ln.log().std().item() - 0.5) < 0.02
+    c = lg.empty(20001, dtype=lg.float64).cauchy_(3.0, 2.0)
+    assert abs(c.median().item() - 3.0) < 0.1
+    g = lg.empty(20000, dtype=lg.float64).geometric_(0.5)
+    assert g.min().item() >= 1 and abs(g.mean().item() - 2.0) < 0.05
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        lg.ones(3, requires_grad=True).cauchy_()
