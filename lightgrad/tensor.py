@@ -72,6 +72,7 @@ class Tensor:
     """
 
     __slots__ = ("_data", "requires_grad", "grad", "_grad_fn", "_version", "_mem", "__weakref__", "__dict__")
+    _view: tuple[Tensor, Any]  # (base, index) on a view made by basic indexing or diagonal(): see _bump
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
@@ -2450,7 +2451,11 @@ class Tensor:
             if (d1, d2) != (self.ndim - 2, self.ndim - 1) else self
         n, m = x.shape[-2:]
         i = np.arange(max(0, -offset), min(n, m - offset))
-        return x[..., i, i + offset]
+        index = (Ellipsis, i, i + offset)
+        t = x[index]
+        if x is self:  # (a copy, as NumPy's fancy indexing makes: in-place ops write it back, _inplace)
+            t._view = (self, index)
+        return t
 
     def diag(self, diagonal: builtins.int = 0) -> Tensor:
         if self.ndim == 2:
@@ -2650,8 +2655,8 @@ class Tensor:
         _bump(self)
         if graph:
             self._grad_fn, self.requires_grad = r._grad_fn, r.requires_grad
-        if view is not None:
-            _write_through(view, self, graph)
+        if graph and view is not None:
+            _write_through(view, self)
         return self
 
     def add_(self, other: Any, *, alpha: Number = 1) -> Tensor:
@@ -2887,11 +2892,21 @@ _STAMP = [0]  # counts in-place modifications anywhere: saved tensors need check
 
 
 def _bump(t: Tensor) -> None:
-    """Record an in-place modification of t (its version counter is shared with its views)."""
+    """Record an in-place modification of t, and of the bases it is a view of (a diagonal, a copy,
+    has its values written back)."""
     _STAMP[0] += 1
     v = t._version
     v[0] += 1
     v[1] = _STAMP[0]
+    view = getattr(t, "_view", None)
+    while view is not None:
+        base, index = view
+        if not np.may_share_memory(base._data, t._data):
+            base._data[index] = t._data
+        v = base._version
+        v[0] += 1
+        v[1] = _STAMP[0]
+        t, view = base, getattr(base, "_view", None)
 
 
 def _rebuild(data: np.ndarray, requires_grad: builtins.bool) -> Tensor:
@@ -3053,20 +3068,16 @@ def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
             and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4)
 
 
-def _write_through(view: tuple[Tensor, Any] | None, value: Tensor, graph: builtins.bool) -> None:
-    """After an in-place op on ``value``, a view ``base[index]`` made by basic indexing (its storage
-    is the base's): the base's version bumped and, when a graph is recorded, its place in the graph
-    taken by ``base[index] = value``, as PyTorch rebases a view's base, up the chain of views."""
+def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
+    """After an in-place op on ``value`` recorded in the graph, ``value`` a view ``base[index]`` (made by
+    basic indexing, or a diagonal): the base's place in the graph taken by ``base[index] = value``, as
+    PyTorch rebases a view's base, up the chain of views (``_bump`` has written the values)."""
     while view is not None:
         base, index = view
-        _bump(base)
-        if graph:
-            old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
-            old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
-            value = F.IndexPut.apply(old, value, index=index, accumulate=False)
-            base._grad_fn, base.requires_grad = value._grad_fn, value.requires_grad
-        else:
-            value = base
+        old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
+        old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
+        value = F.IndexPut.apply(old, value, index=index, accumulate=False)
+        base._grad_fn, base.requires_grad = value._grad_fn, value.requires_grad
         view = getattr(base, "_view", None)
 
 

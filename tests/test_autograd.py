@@ -352,6 +352,17 @@ def _view_cases(T: Any) -> list[Any]:
     e.mul_(3)  # one element of a 1-D tensor is a view too
     v.add_(1)
     out += [v.numpy().copy(), e.numpy().copy()]
+    a = T.zeros(4, 4)
+    a.diagonal().add_(2.0)  # a diagonal (a copy here) writes back, by any in-place method
+    a.diagonal(1).fill_(5)
+    a.diagonal()[1:].zero_()
+    out.append(a.numpy().copy())
+    x = T.ones(3, 3, requires_grad=True)
+    b = x * 3
+    b.diagonal().mul_(4)
+    b.diagonal()[1:].add_(x[0, 1:])
+    (b * b).sum().backward()
+    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
     return out
 
 
