@@ -2629,14 +2629,15 @@ class Tensor:
         graph = _enabled.get() and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
         if graph and self.requires_grad and self._grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-        view = getattr(self, "_view", None)
-        if graph:
-            t = view
-            while t is not None:
-                if t[0].requires_grad and t[0]._grad_fn is None:
-                    raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                                       "operation.")
-                t = getattr(t[0], "_view", None)
+        view = _view_link(self) if graph else None
+        if view is not None:
+            self._view = view  # (kept: after this op, self's place in the graph no longer says it)
+        link = view
+        while link is not None:
+            if link[0].requires_grad and link[0]._grad_fn is None:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                   "operation.")
+            link = _view_link(link[0])
         if graph:
             # the op reads the old value through a copy that keeps self's place in the graph
             old = Tensor._make(B.copy(self._data))
@@ -3068,17 +3069,41 @@ def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
             and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4)
 
 
+def _view_link(t: Tensor) -> tuple[Tensor, Any] | None:
+    """(base, how) when t is a view of the Tensor base: ``how`` is the index of basic indexing or
+    diagonal() (recorded on t), or the Reshape or Permute node that made t from base sharing its memory."""
+    d = t.__dict__
+    if "_view" in d:  # (kept by _inplace and _write_through; None: not a view)
+        return d["_view"]  # type: ignore[no-any-return]
+    node = t._grad_fn
+    if type(node) is F.Reshape or type(node) is F.Permute:
+        base = node.parents[0]
+        if isinstance(base, Tensor) and np.may_share_memory(base._data, t._data):
+            return base, node
+    return None
+
+
 def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
-    """After an in-place op on ``value`` recorded in the graph, ``value`` a view ``base[index]`` (made by
-    basic indexing, or a diagonal): the base's place in the graph taken by ``base[index] = value``, as
-    PyTorch rebases a view's base, up the chain of views (``_bump`` has written the values)."""
+    """After an in-place op on ``value`` recorded in the graph, ``value`` a view of a base (see
+    _view_link): the base's place in the graph taken by the base rebuilt around the new value
+    (``base[index] = value``, or the view undone for a reshape or permute), as PyTorch rebases a
+    view's base, up the chain of views (``_bump`` has written the values)."""
     while view is not None:
-        base, index = view
-        old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
-        old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
-        value = F.IndexPut.apply(old, value, index=index, accumulate=False)
+        base, how = view
+        up = _view_link(base)  # (before base's place in the graph changes)
+        if type(how) is F.Reshape:
+            value = value.reshape(base.shape)
+            _bump(base)
+        elif type(how) is F.Permute:
+            value = value.permute(np.argsort(how.order).tolist())
+            _bump(base)
+        else:
+            old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
+            old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
+            value = F.IndexPut.apply(old, value, index=how, accumulate=False)
         base._grad_fn, base.requires_grad = value._grad_fn, value.requires_grad
-        view = getattr(base, "_view", None)
+        base.__dict__.setdefault("_view", up)  # (its place in the graph now reads the view: keep the link)
+        view = up
 
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:

@@ -363,6 +363,15 @@ def _view_cases(T: Any) -> list[Any]:
     b.diagonal()[1:].add_(x[0, 1:])
     (b * b).sum().backward()
     out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
+    x = T.ones(2, 3, requires_grad=True)
+    b = x * 2
+    t = b.t()  # views by permute and reshape share memory: the base's graph is rebuilt around them
+    t.mul_(T.tensor([[1.0], [2.0], [3.0]]))
+    t.add_(1)  # a second op on the same view
+    b.view(-1)[2:].add_(x.reshape(-1)[:4])
+    b.unsqueeze(0)[0, 1].mul_(5)
+    (b * b).sum().backward()
+    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
     return out
 
 
@@ -376,6 +385,8 @@ def test_inplace_on_a_view_of_a_leaf_that_requires_grad_raises_before_writing() 
     w = lg.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="view of a leaf Variable"):
         w[1:].mul_(2)
+    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
+        w.reshape(1, 3).mul_(2)
     np.testing.assert_array_equal(w.detach().numpy(), np.ones(3))
 
 
