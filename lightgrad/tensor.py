@@ -2754,6 +2754,9 @@ class Tensor:
     def fill_(self, value: Any) -> Tensor:
         if isinstance(value, Tensor) and value.requires_grad:
             return self._inplace(lambda s: s * 0 + value, value)
+        if self._grad_fn is not None and _enabled.get():
+            # the new values depend on nothing: the old graph gets a zero gradient, as PyTorch's
+            return self._inplace(lambda s: s.masked_fill(ones(s.shape, dtype=D.bool_), value))
         self._check_leaf_inplace()
         B.copyto(self._data, _scalar_of(value), casting="unsafe")
         _bump(self)

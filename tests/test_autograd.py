@@ -372,6 +372,12 @@ def _view_cases(T: Any) -> list[Any]:
     b.unsqueeze(0)[0, 1].mul_(5)
     (b * b).sum().backward()
     out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
+    x = T.ones(2, 3, requires_grad=True)
+    b = x * 2
+    b[0].fill_(7)  # constant values: no gradient to what they replaced
+    b.view(-1)[-1:].zero_()
+    (b * b).sum().backward()
+    out += [b.detach().numpy().copy(), x.grad.numpy().copy(), np.array(b.requires_grad)]
     return out
 
 
