@@ -471,6 +471,11 @@ def mask(g: Array, keep: Array) -> Array:
     return _ufunc_into(np.multiply, (g, keep), out, dtype=g.dtype)
 
 
+def assign(out: Array, index: Any, v: Array) -> None:
+    """``out[index] = v`` in place."""
+    out[index] = v
+
+
 def add_at(out: Array, index: Any, v: Array) -> None:
     """``np.add.at(out, index, v)``: repeated indices accumulate. Rows picked by one integer array
     (an embedding's backward) are summed by sorting instead, about 5x faster than np.add.at

@@ -2906,7 +2906,7 @@ def _bump(t: Tensor) -> None:
     while view is not None:
         base, index = view
         if not np.may_share_memory(base._data, t._data):
-            base._data[index] = t._data
+            B.assign(base._data, index, t._data)
         v = base._version
         v[0] += 1
         v[1] = _STAMP[0]
