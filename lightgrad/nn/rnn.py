@@ -220,23 +220,9 @@ class RNNBase(Module):
             if sorted_indices is not None:  # the states follow the sequences into sorted order
                 h0 = h0.index_select(1, sorted_indices)
                 c0 = c0.index_select(1, sorted_indices) if c0 is not None else None
-        hs, cs = [], []
-        layer_in = x
-        for layer in range(self.num_layers):
-            outs = []
-            for d in range(dirs):
-                k = layer * dirs + d
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                out, h, c = self._packed_layer(layer_in, bs, sfx, h0[k], c0[k] if c0 is not None else None, d == 1)
-                outs.append(out)
-                hs.append(h)
-                cs.append(c)
-            layer_in = outs[0] if dirs == 1 else cat(outs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_in = F.dropout(layer_in, self.dropout, True)
-        output = PackedSequence(layer_in, batch_sizes, sorted_indices, unsorted_indices)
-        h_n = stack(hs)
-        c_n = stack(cs) if lstm else None
+        out_data, h_n, c_n = self._layers(
+            x, h0, c0, lambda inp, sfx, h, c, rev: self._packed_layer(inp, bs, sfx, h, c, rev))
+        output = PackedSequence(out_data, batch_sizes, sorted_indices, unsorted_indices)
         if unsorted_indices is not None:
             h_n = h_n.index_select(1, unsorted_indices)
             c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
@@ -268,30 +254,34 @@ class RNNBase(Module):
             c0 = zeros(*shape, dtype=x.dtype) if lstm else None
         else:
             h0, c0 = hx if lstm else (hx, None)
+        output, h_n, c_n = self._layers(x, h0, c0, self._layer)
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+        if lstm:
+            return output, (h_n, c_n if batched else c_n.squeeze(1))
+        return output, h_n
+
+    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, run: Any) -> tuple[Any, Tensor, Any]:
+        """Every layer and direction over x by ``run(input, suffix, h, c, reverse)`` -> (out, h, c),
+        with dropout between layers: (last layer's output, stacked final h, stacked final c or None)."""
+        dirs = 2 if self.bidirectional else 1
         hs, cs = [], []
         layer_in = x
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
                 k = layer * dirs + d
-                sfx = f"_l{layer}" + ("_reverse" if d else "")
-                out, h, c = self._layer(layer_in, sfx, h0[k], c0[k] if c0 is not None else None, d == 1)
+                out, h, c = run(layer_in, f"_l{layer}" + ("_reverse" if d else ""), h0[k],
+                                c0[k] if c0 is not None else None, d == 1)
                 outs.append(out)
                 hs.append(h)
                 cs.append(c)
             layer_in = outs[0] if dirs == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_in = F.dropout(layer_in, self.dropout, True)
-        output = layer_in
-        h_n = stack(hs)
-        if batched and self.batch_first:
-            output = output.transpose(0, 1)
-        if not batched:
-            output, h_n = output.squeeze(1), h_n.squeeze(1)
-        if lstm:
-            c_n = stack(cs)
-            return output, (h_n, c_n if batched else c_n.squeeze(1))
-        return output, h_n
+        return layer_in, stack(hs), (stack(cs) if c0 is not None else None)
 
 
 class RNN(RNNBase):

@@ -15,7 +15,7 @@ from ...tensor import Tensor
 from .. import functional as F
 from ..module import Module
 from ..parameter import Parameter, is_lazy
-from .weight_norm import _add_hook, _hooks, _remove_hook
+from .weight_norm import _add_hook, _hooks, _remove
 
 __all__ = ["remove_spectral_norm", "spectral_norm"]
 
@@ -104,9 +104,4 @@ def spectral_norm(module: T, name: str = "weight", n_power_iterations: int = 1, 
 
 def remove_spectral_norm(module: T, name: str = "weight") -> T:
     """Undo ``spectral_norm``: ``module.<name>`` is a plain Parameter (weight_orig / sigma) again."""
-    for hook in _hooks(module):
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            _remove_hook(module, hook)
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return _remove(module, SpectralNorm, name, "spectral_norm")

@@ -117,11 +117,16 @@ def weight_norm(module: T, name: str = "weight", dim: int | None = 0) -> T:
     return module
 
 
-def remove_weight_norm(module: T, name: str = "weight") -> T:
-    """Undo ``weight_norm``: ``module.<name>`` is a plain Parameter (the current g * v / ||v||) again."""
+def _remove(module: T, kind: type[Any], name: str, what: str) -> T:
+    """Undo the ``kind`` reparametrization of ``module.<name>`` (weight_norm, spectral_norm)."""
     for hook in _hooks(module):
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             _remove_hook(module, hook)
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{what} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module: T, name: str = "weight") -> T:
+    """Undo ``weight_norm``: ``module.<name>`` is a plain Parameter (the current g * v / ||v||) again."""
+    return _remove(module, WeightNorm, name, "weight_norm")
