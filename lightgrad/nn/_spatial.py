@@ -475,6 +475,15 @@ def _check_conv3d(name: str, x: Tensor, w: Tensor, b: Tensor | None, groups: int
                            f"elements, but got bias of size {list(b.shape)} instead")
 
 
+def _stride_dilation3(stride: IntOr, dilation: IntOr) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    s, d = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
+    if min(s) <= 0:
+        raise RuntimeError(f"non-positive stride is not supported, got stride={list(s)}")
+    if min(d) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, got dilation={list(d)}")
+    return s, d
+
+
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntOr = 1,
            padding: IntOr | str = 0, dilation: IntOr = 1, groups: int = 1) -> Tensor:
     """3-D convolution of (N, C, D, H, W) with weight (O, C/groups, kd, kh, kw).
@@ -485,11 +494,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: In
     x, batched = _batched(input, 3, "conv3d")
     w = weight
     _check_conv3d("conv3d", x, w, bias, groups, False)
-    s, d = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
-    if min(s) <= 0:
-        raise RuntimeError(f"non-positive stride is not supported, got stride={list(s)}")
-    if min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, got dilation={list(d)}")
+    s, d = _stride_dilation3(stride, dilation)
     k = tuple(w.shape[2:])
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
@@ -541,12 +546,8 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
     x, batched = _batched(input, 3, "conv_transpose3d")
     w = weight
     _check_conv3d("conv_transpose3d", x, w, bias, groups, True)
-    s, d = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
+    s, d = _stride_dilation3(stride, dilation)
     p, op = _tuple(padding, 3, "padding"), _tuple(output_padding, 3, "output_padding")
-    if min(s) <= 0:
-        raise RuntimeError(f"non-positive stride is not supported, got stride={list(s)}")
-    if min(d) <= 0:
-        raise RuntimeError(f"dilation should be greater than zero, got dilation={list(d)}")
     if min(p) < 0:
         raise RuntimeError("negative padding is not supported")
     if any(op[i] >= s[i] and op[i] >= d[i] for i in range(3)):
