@@ -392,6 +392,8 @@ def _unary_op(f: np.ufunc) -> Any:
             return _ufunc_into(f, (x,), np.empty(x.shape, x.dtype))
         return _ufunc_into(f, (x,), a.empty(x.shape, x.dtype))
     op.__name__ = f.__name__
+    op.ufunc = f  # type: ignore[attr-defined]
+    op.raw = lambda x: (f, (0,), {}) if isinstance(x, np.ndarray) else None  # type: ignore[attr-defined]
     return op
 
 
@@ -424,6 +426,7 @@ def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
         return _ufunc_into(f, (x, y), a.empty(broadcast_shape(_shape(x), _shape(y)), dt))
     op.__name__ = f.__name__
     op.ufunc = f  # type: ignore[attr-defined]
+    op.raw = lambda x, y, out=None: (f, (0, 1), {}) if out is None else None  # type: ignore[attr-defined]
     return op
 
 
@@ -443,6 +446,24 @@ negative, absolute, sign, exp, log, log1p, expm1, sqrt, sin, cos, tan, tanh = (
                            np.sqrt, np.sin, np.cos, np.tan, np.tanh))
 floor, ceil, round_, trunc, reciprocal, invert = (
     _unary_op(f) for f in (np.floor, np.ceil, np.rint, np.trunc, np.reciprocal, np.invert))
+
+
+_HANDOVER_MIN = 1 << 14  # (below this many entries, checking costs more than the product)
+
+
+def times(g: Array, y: Array) -> Array:
+    """g * y for a product's gradient. The gradient of a sum arrives as a read-only broadcast of a
+    single 1 (all strides 0): times y that is y itself, handed over with no pass over memory and
+    no fresh array (the engine writes only into arrays it made, so a shared one is safe there)."""
+    if (type(g) is np.ndarray and g.size >= _HANDOVER_MIN and type(y) is np.ndarray and g.shape == y.shape
+            and g.dtype == y.dtype and not any(g.strides) and g.flat[0] == 1):
+        return y
+    return multiply(g, y)
+
+
+# (a replay checks the value when the shapes allow the handover; otherwise it is a product)
+times.raw = lambda g, y: (  # type: ignore[attr-defined]
+    None if type(g) is np.ndarray and g.size >= _HANDOVER_MIN and not any(g.strides) else (np.multiply, (0, 1), {}))
 
 
 def logical_not(x: Array) -> Array:
@@ -838,11 +859,9 @@ def _ones(n: int, dt: Any) -> np.ndarray:
     return ones[:n] if n <= _GEMV_MAX else np.ones(n, dt)
 
 
-def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) -> Array | None:
-    """A float sum over the leading or the trailing axes of a contiguous array, as one BLAS
-    matrix-vector product with a vector of ones: 3-6x faster than NumPy's reduction, whose
-    per-row overhead dominates short rows (layer norm, softmax, bias gradients). None if the
-    sum is not of that form."""
+def _gemv_form(x: np.ndarray, axes: tuple[int, ...], dtype: Any) -> tuple[int, bool] | None:
+    """(length, leading) of a float sum over the leading or the trailing axes of a contiguous
+    array that BLAS does faster than NumPy's reduction (see _sum_gemv), or None."""
     if x.size < _GEMV_MIN:
         return None
     if x.dtype not in (np.float32, np.float64) or (dtype is not None and dtype != x.dtype) \
@@ -853,13 +872,24 @@ def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) 
     k = len(ax)
     if k == 0 or k == nd or ax != list(range(ax[0], ax[0] + k)) or (ax[0] != 0 and ax[-1] != nd - 1):
         return None
-    shape = x.shape
     lead = ax[0] == 0
-    n = math.prod(shape[:k]) if lead else math.prod(shape[nd - k:])
+    n = math.prod(x.shape[:k]) if lead else math.prod(x.shape[nd - k:])
     if n > _GEMV_MAX or n < 2 or x.size == 0:
         return None
+    return n, lead
+
+
+def _sum_gemv(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, dtype: Any) -> Array | None:
+    """A float sum over the leading or the trailing axes of a contiguous array, as one BLAS
+    matrix-vector product with a vector of ones: 3-6x faster than NumPy's reduction, whose
+    per-row overhead dominates short rows (layer norm, softmax, bias gradients). None if the
+    sum is not of that form."""
+    form = _gemv_form(x, axes, dtype)
+    if form is None:
+        return None
+    n, lead = form
     ones = _ones(n, x.dtype)
-    out = empty(_reduced(shape, tuple(ax), keepdims), x.dtype)
+    out = empty(_reduced(x.shape, tuple(i % x.ndim for i in axes), keepdims), x.dtype)
     flat = out.reshape(-1)
     if lead:
         np.matmul(ones, x.reshape(n, -1), out=flat)
@@ -911,6 +941,37 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
     return out
 
 
+def _reduce_raw(f: Any, x: Any, axes: tuple[int, ...] | None, keepdims: bool, dtype: Any) -> Any:
+    """``reduce``'s call as one NumPy reduction given its output buffer, or None where it takes
+    another way (BLAS sums)."""
+    f = getattr(f, "ufunc", f)
+    if not isinstance(x, np.ndarray) or f is np.add and (
+            _gemv_form(x, axes, dtype) if axes is not None else x.size >= _GEMV_FULL_MIN and x.ndim > 1):
+        return None
+    kw = dict(axis=tuple(range(x.ndim)) if axes is None else axes, keepdims=keepdims, dtype=dtype)
+    if (f is np.maximum or f is np.minimum) and x.dtype.kind == "f" and x.size:
+        kw["initial"] = -np.inf if f is np.maximum else np.inf
+    return f.reduce, kw
+
+
+# ``fn.raw(*args)``: how a call of fn lowers to one NumPy call writing into a given buffer, as
+# (function, positions of the arguments it takes, keywords), or None (see compiler._lower)
+def _reduce_lowered(f: Any, x: Any, axes: Any, keepdims: bool = False, dtype: Any = None) -> Any:
+    r = _reduce_raw(f, x, axes, keepdims, dtype)
+    return None if r is None else (r[0], (1,), r[1])
+
+
+def _sum_lowered(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    if isinstance(axis, int) and isinstance(x, np.ndarray):
+        axis = (axis % x.ndim,)
+    r = _reduce_raw(np.add, x, axis, keepdims, None)
+    return None if r is None else (r[0], (0,), r[1])
+
+
+reduce.raw = _reduce_lowered  # type: ignore[attr-defined]
+sum.raw = _sum_lowered  # type: ignore[attr-defined]
+
+
 _SOFTMAX_SHIFTLESS_MIN = 1 << 14  # below this the two extra checks cost more than they save
 
 
@@ -946,6 +1007,9 @@ def matmul(x: Array, y: Array) -> Array:
         return np.matmul(x, y, out=a.empty((x.shape[0], y.shape[1]), x.dtype))
     shape = broadcast_shape(x.shape[:-2], y.shape[:-2]) + (x.shape[-2], y.shape[-1])
     return np.matmul(x, y, out=a.empty(shape, np.result_type(x, y)))
+
+
+matmul.raw = lambda x, y: (np.matmul, (0, 1), {})  # type: ignore[attr-defined]
 
 
 def take(x: Array, index: Any) -> Array:

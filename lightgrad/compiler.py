@@ -82,10 +82,14 @@ class _Tracer:
         self.vals: dict[int, str] = {}  # id(array or gradient object) -> value name
         self.keep: list[Any] = []  # keeps traced objects alive, so their ids stay unique
         self.ns: dict[str, Any] = {"_asarray": np.asarray}
-        self.lines: list[str] = []
+        self.lines: list[Any] = []
+        self.sink = self.lines  # where recorded lines go: the step's, or a primitive's inner record
+        self.node: _Node | None = None  # the primitive whose forward or backward is being recorded
+        # a primitive's apply is running: the slot its forward puts its record in (its first call)
+        self.pending: list[Any] | None = None
+        self.recs: dict[int, _Node] = {}  # id(traced Function node) -> its record
         self.ext_tensors: dict[int, str] = {}  # id(tensor) -> name of the value read at the start
         self.prologue: list[str] = []
-        self.nodes: dict[int, str] = {}  # id(traced Function node) -> its name in ns
         self.n = 0
         # arrays that existed before the trace (tensors' data): external state read live
         # (type(), not isinstance: some objects of other libraries answer __class__ with a warning)
@@ -96,8 +100,23 @@ class _Tracer:
             self.args.append(name)
 
     def fail(self, why: str) -> None:
-        if self.reason is None:
+        if self.node is not None:  # inside a primitive: that primitive replays as one call instead
+            self.node.ok = False
+        elif self.reason is None:
             self.reason = why + _where()
+
+    def emit(self, line: Any) -> None:
+        self.sink.append(line)
+
+    def inner(self, rec: _Node, part: list[Any], fn: Any, *args: Any) -> Any:  # noqa: D417
+        """``fn(*args)`` (a primitive's forward or backward) with the backend calls it makes
+        recorded into ``part`` of the primitive's record, at depth 0 for the time of the call."""
+        depth, sink, node = self.depth, self.sink, self.node
+        self.depth, self.sink, self.node = 0, part, rec
+        try:
+            return fn(*args)
+        finally:
+            self.depth, self.sink, self.node = depth, sink, node
 
     def value(self, obj: Any) -> str:
         """A fresh name for an object the trace produced."""
@@ -148,12 +167,14 @@ class _Tracer:
         parts = [self.ref(a, who) for a in args] + [f"{k}={self.ref(v, who)}" for k, v in kw.items()]
         return f"{fn_expr}({', '.join(parts)})"
 
-    def out(self, result: Any) -> str:
-        """The assignment target for a call's result: a name per array (tuples unpacked)."""
+    def out(self, result: Any, reuse: bool = False) -> str:
+        """The assignment target for a call's result: a name per array (tuples unpacked); with
+        ``reuse``, an array that already has a name keeps it."""
         if isinstance(result, tuple):
-            return "(" + "".join(self.out(r) + ", " for r in result) + ")"
+            return "(" + "".join(self.out(r, reuse) + ", " for r in result) + ")"
         if isinstance(result, np.ndarray | SliceGrad):
-            return self.value(result)
+            name = self.vals.get(id(result)) if reuse else None
+            return name or self.value(result)
         return "_"
 
     def active(self) -> bool:
@@ -183,6 +204,36 @@ def _where() -> str:
     return f" (at {user}{', in ' + ours if ours else ''})"
 
 
+class _Call:
+    """A recorded call ``target = fn(*args, **kw)`` (argument expressions as text), kept in parts
+    so that the plan can lower it: a NumPy call into a planned buffer, or a view made once."""
+
+    __slots__ = ("target", "fn", "fname", "args", "kw", "wrap", "raw")
+
+    def __init__(self, fn: Any, fname: str, args: list[str], kw: dict[str, str], wrap: bool, raw: Any) -> None:
+        self.target, self.fn, self.fname, self.args, self.kw, self.wrap = "_", fn, fname, args, kw, wrap
+        self.raw = raw  # the backend's word on it as one NumPy call into a buffer (backend.reduce.raw)
+
+    def __str__(self) -> str:
+        call = f"{self.fname}({', '.join(self.args + [f'{k}={v}' for k, v in self.kw.items()])})"
+        return f"{self.target} = {'_asarray(' + call + ')' if self.wrap else call}"
+
+
+class _Node:
+    """A traced primitive, recorded two ways: its forward and backward as calls of the node's own
+    methods, and as the backend calls they made (``fwd``, ``bwd``). The replay takes the second,
+    which skips the node's Python, when both recorded cleanly (``ok``)."""
+
+    __slots__ = ("name", "ok", "first", "fwd", "bwd", "fwd_call", "bwd_call")
+
+    def __init__(self, first: int) -> None:
+        self.name, self.ok, self.first = "", True, first  # first: the name count before its forward
+        self.fwd: list[Any] = []
+        self.bwd: list[Any] = []
+        self.fwd_call: list[Any] = []
+        self.bwd_call: list[Any] = []
+
+
 def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
     """Wrap a backend or engine function: a call from composite code (depth 0) becomes a line."""
     @functools.wraps(fn)
@@ -190,14 +241,87 @@ def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
         if not tr.active():
             return fn(*args, **kw)
         r = tr.inside(fn, *args, **kw)
-        if isinstance(r, np.generic):
+        wrap = isinstance(r, np.generic)
+        if wrap:
             r = np.asarray(r)
-            expr = "_asarray(" + tr.call(tr.const(fn), args, kw, name) + ")"
-        else:
-            expr = tr.call(tr.const(fn), args, kw, name)
-        tr.lines.append(f"{tr.out(r)} = {expr}")
+        lower = getattr(fn, "raw", None)
+        line = _Call(fn, tr.const(fn), [tr.ref(a, name) for a in args], {k: tr.ref(v, name) for k, v in kw.items()},
+                     wrap, lower and lower(*args, **kw))
+        # inside a primitive, an array handed back as it is keeps its name: a fresh one would be
+        # defined only by this record, which the replay may not take (see _expand)
+        line.target = tr.out(r, reuse=tr.node is not None)
+        tr.emit(line)
         return r
     return wrapper
+
+
+def _results(tr: _Tracer, rec: _Node, part: list[Any], result: Any, first: int) -> str:
+    """The target naming a primitive's result: the names its inner record gave the arrays (names
+    after ``first``), or fresh ones, aliased in the inner record to the arrays' older names (an
+    input handed back as it is); an array with no name at all leaves only the node's own call."""
+    if isinstance(result, tuple):
+        return "(" + "".join(_results(tr, rec, part, r, first) + ", " for r in result) + ")"
+    if not isinstance(result, np.ndarray | SliceGrad):
+        return "_"
+    name = tr.vals.get(id(result))
+    if name is not None and int(name[1:]) > first:
+        return name
+    fresh = tr.value(result)
+    if name is None:
+        rec.ok = False
+    else:
+        part.append(f"{fresh} = {name}")
+    return fresh
+
+
+def _recorded_forward(tr: _Tracer, fn: Any) -> Any:
+    def forward(self: Any, *args: Any, **kw: Any) -> Any:
+        slot = tr.pending
+        if slot is None or threading.get_ident() != tr.thread:
+            return fn(self, *args, **kw)
+        tr.pending = None  # the primitive's own forward: what it calls inside is plain
+        rec = slot[0] = _Node(tr.n)
+        if not self.traceable:
+            rec.ok = False
+            return fn(self, *args, **kw)  # (inside apply's call: nothing in it is recorded)
+        return tr.inner(rec, rec.fwd, functools.partial(fn, self, *args, **kw))
+    return forward
+
+
+def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
+    def backward(self: Any, g: Any) -> Any:
+        rec = tr.recs.get(id(self))
+        if rec is None or tr.node is rec or not tr.active():  # (tr.node is rec: an inherited wrapper)
+            return fn(self, g)
+        gname = tr.ref(g, type(self).__name__ + ".backward")
+        first = tr.n
+        r = tuple(tr.inner(rec, rec.bwd, fn, self, g) if rec.ok else tr.inside(fn, self, g))
+        target = _results(tr, rec, rec.bwd, r, first)
+        rec.bwd_call = [f"{target} = {rec.name}.backward({gname})",
+                        f"{rec.name}.saved = None"]  # as the engine frees it (retain_graph is refused)
+        tr.emit(("bwd", rec))
+        return r
+    return backward
+
+
+class _Errstate:
+    """``np.errstate`` as traced code sees it: entering and leaving are recorded as lines too."""
+
+    def __init__(self, tr: _Tracer, **kw: Any) -> None:
+        self.tr, self.kw, self.cm, self.name = tr, kw, np.errstate(**kw), ""
+
+    def __enter__(self) -> Any:
+        if self.tr.active():
+            self.tr.n += 1
+            self.name = f"e{self.tr.n}"
+            self.tr.emit(f"{self.name} = {self.tr.const(functools.partial(np.errstate, **self.kw))}(); "
+                         f"{self.name}.__enter__()")
+        return self.cm.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        if self.name and self.tr.active():
+            self.tr.emit(f"{self.name}.__exit__(None, None, None)")
+        return self.cm.__exit__(*exc)
 
 
 class _UfuncProxy:
@@ -229,7 +353,9 @@ class _NumPy:
         if got is not None:
             return got
         obj = getattr(np, name)
-        if isinstance(obj, np.ufunc):
+        if name == "errstate":
+            got = functools.partial(_Errstate, self._tr)
+        elif isinstance(obj, np.ufunc):
             got = _UfuncProxy(self._tr, obj)
         elif callable(obj) and not isinstance(obj, type) and name not in _NP_METADATA:
             got = _recorded(self._tr, obj, f"numpy.{name}")
@@ -289,26 +415,39 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     from .optim.optimizer import Optimizer
 
     orig_apply = Function.apply.__func__  # type: ignore[attr-defined]
-    patched_backward: set[type] = set()
+    patched: set[type] = set()
 
     def apply(cls: Any, *args: Any, **kw: Any) -> Any:
         if not tr.active():
             return orig_apply(cls, *args, **kw)
-        t = tr.inside(orig_apply, cls, *args, **kw)
+        if cls not in patched:
+            patched.add(cls)
+            patches.set(cls, "forward", _recorded_forward(tr, cls.forward))
+            patches.set(cls, "backward", _recorded_backward(tr, cls.backward))
+        for a in (*args, *kw.values()):
+            if isinstance(a, Tensor):
+                tr.ref(a, cls.__name__)  # named before the forward runs, so its inner record reads them live
+        slot: list[Any] = [None]
+        tr.pending = slot
+        try:
+            t = tr.inside(orig_apply, cls, *args, **kw)
+        finally:
+            tr.pending = None
+        rec = slot[0]
+        if rec is None:
+            raise _Unsupported(f"{cls.__name__}.apply did not call its forward")
         node = t._grad_fn
         if node is None:
             node = cls()
             node.parents = tuple(_ghost(a) for a in args)
             node.edges = [None] * len(args)  # no input needs a gradient (needs() reads edges)
-        node_name = tr.const(node)
-        tr.nodes[id(node)] = node_name
-        expr = tr.call(f"{node_name}.forward", args, kw, cls.__name__)
+        rec.name = tr.const(node)
+        tr.recs[id(node)] = rec
+        expr = tr.call(f"{rec.name}.forward", args, kw, cls.__name__)
         if t._data.ndim == 0:
             expr = f"_asarray({expr})"  # Tensor._make turns NumPy scalars into 0-d arrays
-        tr.lines.append(f"{tr.value(t._data)} = {expr}")
-        if cls not in patched_backward and t._grad_fn is not None:
-            patched_backward.add(cls)
-            patches.set(cls, "backward", _recorded_backward(tr, cls.backward))
+        rec.fwd_call = [f"{_results(tr, rec, rec.fwd, t._data, rec.first)} = {expr}"]
+        tr.emit(("fwd", rec))
         return t
 
     patches.set(Function, "apply", classmethod(apply))
@@ -316,9 +455,10 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     orig_seed = E._seed_grad
 
     def seed(t: Tensor, g: Any) -> Any:
-        r = orig_seed(t, g)
-        if tr.active() and g is None:
-            tr.vals[id(r)] = tr.const(r)  # the implicit gradient of a scalar: a read-only one
+        if not tr.active() or g is not None:
+            return orig_seed(t, g)
+        r = tr.inside(orig_seed, t, g)
+        tr.vals[id(r)] = tr.const(r)  # the implicit gradient of a scalar: a read-only one
         return r
 
     patches.set(E, "_seed_grad", seed)
@@ -340,7 +480,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             t._grad_buf = np.empty_like(t._data)
         tr.inside(orig_accumulate, t, g, create_graph)
         expr = f"{tr.const(_accumulate_into)}({tr.const(t)}, {tr.ref(g, 'gradient accumulation')})"
-        tr.lines.append(f"{tr.value(t.grad._data)} = {expr}")  # type: ignore[union-attr]
+        tr.emit(f"{tr.value(t.grad._data)} = {expr}")  # type: ignore[union-attr]
         return None
 
     patches.set(E, "_accumulate", accumulate)
@@ -356,6 +496,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
 
     patches.set(T, "run_backward", run_backward)
     patches.set(SliceGrad, "dense", _recorded(tr, SliceGrad.dense, "SliceGrad.dense"))
+    patches.set(B, "errstate", functools.partial(_Errstate, tr))
 
     # backend calls made by composite code (in-place updates, casts, creation helpers)
     for name, fn in list(vars(B).items()):
@@ -380,7 +521,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             # value then, so in-place updates of it in the step start from the same value each time
             snap = np.array(t._data, copy=True)
             snap.flags.writeable = False
-            tr.lines.append(f"{tr.value(t._data)} = copy({tr.const(snap)})")
+            tr.emit(f"{tr.value(t._data)} = copy({tr.const(snap)})")
         return t
 
     patches.set(T, "_new", new)
@@ -391,7 +532,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
         if tr.active():
             if value is not None:
                 tr.fail("assigning a tensor to .grad in the step")
-            tr.lines.append(f"{tr.const(t)}.grad = None")  # set_to_none by hand: replayed
+            tr.emit(f"{tr.const(t)}.grad = None")  # set_to_none by hand: replayed
         slot.__set__(t, value)
 
     patches.set(Tensor, "grad", property(slot.__get__, set_grad))
@@ -424,26 +565,13 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             try:
                 return tr.inside(fn, self, *args, **kw)
             finally:
-                tr.lines.append(f"{tr.const(functools.partial(fn, self, *args, **kw))}()")
+                tr.emit(f"{tr.const(functools.partial(fn, self, *args, **kw))}()")
         return wrapper
 
     for base, meth in ((Optimizer, "step"), (Optimizer, "zero_grad"), (Module, "zero_grad"), (LRScheduler, "step")):
         for cls in _subclasses(base):
             if meth in vars(cls):
                 patches.set(cls, meth, live(vars(cls)[meth], f"{cls.__name__}.{meth}"))
-
-
-def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
-    def backward(self: Any, g: Any) -> Any:
-        if not tr.active() or id(self) not in tr.nodes:
-            return fn(self, g)
-        r = tr.inside(fn, self, g)
-        node = tr.nodes[id(self)]
-        expr = f"{node}.backward({tr.ref(g, type(self).__name__ + '.backward')})"
-        tr.lines.append(f"{tr.out(tuple(r))} = {expr}")
-        tr.lines.append(f"{node}.saved = None")  # as the engine frees it (retain_graph is refused)
-        return r
-    return backward
 
 
 def _add_grad_fresh(prev: Any, pg: Any) -> Any:
@@ -467,11 +595,17 @@ class _Measure(M.Arena):
         self.sizes: list[int] = []
         self.shapes: list[tuple[tuple[int, ...], np.dtype]] = []
         self.death: dict[int, int] = {}
+        self.line = -1
+        self.line_of: list[int] = []  # the replay line that made each buffer
+
+    def at(self, line: int) -> None:
+        self.line = line
 
     def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
         a = np.empty(shape, dt)
         i = len(self.sizes)
         self.sizes.append(a.nbytes)
+        self.line_of.append(self.line)
         self.shapes.append((a.shape, a.dtype))
         weakref.finalize(a, self._gone, i)
         return a
@@ -482,38 +616,45 @@ class _Measure(M.Arena):
 
 class _Planned(M.Arena):
     """The replay allocator: the i-th request of a step gets the i-th planned buffer, a view made
-    once when the plan was made."""
+    once when the plan was made. Each line that allocates sets the span of the plan it may take
+    (``i``, ``cap``); a request outside it or unlike the plan's buffer (a primitive replayed as its
+    own calls whose allocations depend on values, as cross-entropy's ignored targets) is served
+    by the heap, so that it never takes memory another value may still hold."""
 
     def __init__(self, shapes: list[tuple[tuple[int, ...], np.dtype]], sizes: list[int], offsets: list[int],
                  top: int) -> None:
         super().__init__(max(top, 64), name="compile")
         buf = self._blocks[0]
         self.views = [buf[o:o + n].view(dt).reshape(shape) for (shape, dt), n, o in zip(shapes, sizes, offsets)]
-        self.i = 0
+        self.i = self.cap = 0
         self.peak = top
 
     def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
         i = self.i
-        v = self.views[i] if i < len(self.views) else None
-        if v is None or v.shape != tuple(shape) or v.dtype != dt:
-            raise RuntimeError(f"compile: replayed step asked for buffer {i} as {tuple(shape)} {np.dtype(dt)}, the "
-                               f"plan has {'nothing' if v is None else f'{v.shape} {v.dtype}'}; the step is not "
-                               "deterministic in its allocations")
         self.i = i + 1
-        return v
+        if i < self.cap:
+            v = self.views[i]
+            if v.shape == tuple(shape) and v.dtype == dt:
+                return v
+        return np.empty(shape, dt)
 
     def reset(self) -> None:
         super().reset()
-        self.i = 0
+        self.i = self.cap = 0
 
 
 # ---- the compiled function ----------------------------------------------------------------------
 
 class _Program:
-    """One traced signature: the generated replay function and its memory plan."""
+    """One traced signature: the generated replay function and its memory plan. The first run
+    measures each buffer's size and lifetime, line by line; the plan then puts buffers whose
+    lifetimes do not overlap in one place, and the replay is generated again with the plan in it
+    (see ``_lower``)."""
 
-    def __init__(self, code: Callable[..., Any], out_struct: Any, source: str) -> None:
-        self.code, self.out_struct, self.source = code, out_struct, source
+    def __init__(self, lines: list[Any], args: list[str], ret: str, ns: dict[str, Any], out_struct: Any) -> None:
+        self.lines, self.args, self.ret, self.ns, self.out_struct = lines, args, ret, ns, out_struct
+        self.code, self.source = _define(args, [f"_at({k}); {line}" for k, line in enumerate(map(str, lines))],
+                                         ret, ns)
         self.arena: M.Arena | None = None  # the measuring allocator first, then the plan
         self.intermediate_bytes = 0
 
@@ -521,30 +662,76 @@ class _Program:
         arena = self.arena
         if arena is None:
             arena = _Measure()
-        elif arena is not _HEAP:
+            self.ns["_at"] = arena.at
+        else:
             arena.reset()
-        token = M._current.set(None if arena is _HEAP else arena)
+        token = M._current.set(arena)
         try:
             outs = self.code(*[t._data for t in inputs])
         finally:
             M._current.reset(token)
         if isinstance(arena, _Measure):
-            outs = _rebuild(self.out_struct, outs, None)
             sizes = arena.sizes
             self.intermediate_bytes = sum(sizes)
-            if max(sizes, default=0) <= _SMALL:
-                # tiny buffers come faster from NumPy's own small-block cache than through an
-                # arena, and allocations this small are not what the arenas are for
-                self.arena = _HEAP
-            else:
-                offsets, top = M.plan(sizes, dict(arena.death))
-                self.arena = _Planned(arena.shapes, sizes, offsets, top)
-            return outs
-        return _rebuild(self.out_struct, outs, None if arena is _HEAP else arena._token)
+            offsets, top = M.plan(sizes, dict(arena.death))
+            self.arena = planned = _Planned(arena.shapes, sizes, offsets, top)
+            self.ns["_A"] = planned
+            self.code, self.source = _define(self.args, _lower(self.lines, self.ns, arena.line_of, planned),
+                                             self.ret, self.ns)
+            return _rebuild(self.out_struct, outs, None)
+        return _rebuild(self.out_struct, outs, arena._token)
 
 
-_HEAP: Any = "heap"  # the plan of a step whose buffers are all small
-_SMALL = 1024
+def _define(args: list[str], lines: list[str], ret: str, ns: dict[str, Any]) -> tuple[Callable[..., Any], str]:
+    src = f"def _replay({', '.join(args)}):\n" + "".join(f"    {line}\n" for line in _free_after_last_use(lines, ret))
+    exec(builtins.compile(src, "<lightgrad.compile>", "exec"), ns)  # noqa: S102 - our own generated code
+    return ns["_replay"], src
+
+
+_VIEWS = {B.reshape, B.transpose, B.expand}  # backend calls that make views: of a planned buffer, made once
+
+
+def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Planned) -> list[str]:
+    """The replay's lines with the plan in them. A backend call that made one buffer (an
+    elementwise op, a matrix product) becomes the NumPy call writing into that buffer's planned
+    place; a reshape, transpose or broadcast of a planned buffer is a view made here, once; every
+    other call that allocates is told its place in the plan (``_A.i``) and takes its buffers there."""
+    made: dict[int, list[int]] = {}
+    for i, k in enumerate(line_of):
+        made.setdefault(k, []).append(i)
+    fixed: dict[str, np.ndarray] = {}  # value name -> its array in the plan's block
+    block = plan._blocks[0]
+    out = []
+
+    def const(obj: Any) -> str:
+        name = f"k{len(ns)}"
+        ns[name] = obj
+        return name
+
+    for k, line in enumerate(lines):
+        bufs = made.get(k, ())
+        if isinstance(line, _Call) and _NAME.fullmatch(line.target):
+            if line.raw is not None and len(bufs) == 1 and max(line.raw[1]) < len(line.args):
+                fn, pos, kw = line.raw
+                fixed[line.target] = view = plan.views[bufs[0]]
+                args = [line.args[i] for i in pos] + [f"{k}={const(v)}" for k, v in kw.items()]
+                out.append(f"{line.target} = {const(fn)}({', '.join(args)}, out={const(view)})")
+                continue
+            if line.fn in _VIEWS and not bufs:
+                try:
+                    args = [eval(a, ns, fixed) for a in line.args]  # noqa: S307 - our own expressions
+                except NameError:  # a value made at replay (an input, or a buffer not in the plan)
+                    pass
+                else:
+                    view = line.fn(*args)
+                    if isinstance(view, np.ndarray) and np.may_share_memory(view, block):
+                        fixed[line.target] = view
+                        out.append(f"{line.target} = {const(view)}")
+                        continue
+        if bufs:
+            out.append(f"_A.i, _A.cap = {bufs[0]}, {bufs[-1] + 1}")
+        out.append(str(line))
+    return out
 
 
 def _rebuild(struct: Any, outs: tuple[Any, ...], token: Any) -> Any:
@@ -611,7 +798,7 @@ class Compiled:
             if isinstance(p, str):
                 out[repr(sig)] = p
             else:
-                peak = p.arena.peak if isinstance(p.arena, _Planned) else p.arena
+                peak = p.arena.peak if isinstance(p.arena, _Planned) else None
                 out[repr(sig)] = {"plan_bytes": peak, "intermediate_bytes": p.intermediate_bytes,
                                   "lines": p.source.count("\n")}
         return out
@@ -626,15 +813,27 @@ def _generate(tr: _Tracer, result: Any) -> _Program:
     ns = dict(tr.ns)
     ns["copy"] = B.copy
     ret = "(" + "".join(n + ", " for n in names) + ")"
-    body = _free_after_last_use(tr.prologue + tr.lines, ret)
-    src = f"def _replay({', '.join(tr.args)}):\n" + "".join(f"    {line}\n" for line in body)
-    exec(builtins.compile(src, "<lightgrad.compile>", "exec"), ns)  # noqa: S102 - our own generated code
+    prog = _Program(_expand(tr.prologue + tr.lines), tr.args, ret, ns, struct)
     # the traced nodes keep their parents only for shapes and requires_grad: drop the arrays
-    for name in tr.nodes.values():
-        node = ns[name]
+    for rec in tr.recs.values():
+        node = ns[rec.name]
         node.parents = tuple(_ghost(p) for p in node.parents)
         node.saved = None
-    return _Program(ns["_replay"], struct, src)
+    return prog
+
+
+def _expand(lines: list[Any]) -> list[Any]:
+    """The recorded lines with each primitive's forward and backward in the form it replays in:
+    the backend calls it made when both recorded cleanly, else the node's own calls."""
+    out: list[Any] = []
+    for line in lines:
+        if isinstance(line, tuple):
+            part, rec = line
+            out.extend(_expand((rec.fwd if part == "fwd" else rec.bwd) if rec.ok else
+                               (rec.fwd_call if part == "fwd" else rec.bwd_call)))
+        else:
+            out.append(line)
+    return out
 
 
 def _free_after_last_use(lines: list[str], ret: str) -> list[str]:

@@ -33,6 +33,10 @@ class Function:
 
     saved: Any = ()
     saves_out = False
+    # forward and backward compute only by backend calls on arrays they were given or those calls
+    # made (no ndarray operators or methods, no Python branch on values): lightgrad.compile then
+    # replays those calls themselves, not the node's methods
+    traceable = False
     parents: tuple[Any, ...]
     # per input, where its gradient goes, fixed when the op runs (as PyTorch's edges): the node
     # that made it, the leaf Tensor itself, or None when it needs no gradient; an in-place op that
@@ -139,6 +143,8 @@ def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
 # ---- elementwise binary ------------------------------------------------------------------------
 
 class Add(Function):
+    traceable = True
+
     def forward(self, x, y, out=None):
         return B.add(x, y, out)
 
@@ -147,6 +153,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    traceable = True
+
     def forward(self, x, y, out=None):
         return B.subtract(x, y, out)
 
@@ -155,6 +163,8 @@ class Sub(Function):
 
 
 class Mul(Function):
+    traceable = True
+
     def forward(self, x, y, out=None):
         self.saved = (x, y)
         return B.multiply(x, y, out)
@@ -162,20 +172,7 @@ class Mul(Function):
     def backward(self, g):
         x, y = self.saved
         e = self.edges  # (needs(i), written out: this runs for every product)
-        return (None if e[0] is None else _times(g, y)), (None if e[1] is None else _times(g, x))
-
-
-_HANDOVER_MIN = 1 << 14  # (below this many entries, checking costs more than the product)
-
-
-def _times(g, y):
-    """g * y. The gradient of a sum arrives as a read-only broadcast of a single 1 (all strides
-    0): times y that is y itself, handed over as the gradient with no pass over memory and no
-    fresh array (the engine writes only into arrays it made, so a shared one is safe here)."""
-    if (type(g) is np.ndarray and g.size >= _HANDOVER_MIN and type(y) is np.ndarray and g.shape == y.shape
-            and g.dtype == y.dtype and not any(g.strides) and g.flat[0] == 1):
-        return y
-    return B.multiply(g, y)
+        return (None if e[0] is None else B.times(g, y)), (None if e[1] is None else B.times(g, x))
 
 
 class Fmod(Function):
@@ -201,6 +198,8 @@ class Remainder(Fmod):
 
 
 class Div(Function):
+    traceable = True
+
     def forward(self, x, y, out=None):
         self.saved = (x, y)
         return B.divide(x, y, out)
@@ -215,6 +214,7 @@ class Pow(Function):
     """``x ** y``; small integer exponents are multiplied out (float32 ``x ** 3`` is slow)."""
 
     saves_out = True
+    traceable = True
 
     def forward(self, x, y):
         if isinstance(y, int | float) and y in (2, 3) and not isinstance(x, int | float):
@@ -243,6 +243,8 @@ class Pow(Function):
 
 
 class Maximum(Function):
+    traceable = True
+
     def forward(self, x, y):
         self.saved = (x, y)
         return B.maximum(x, y)
@@ -256,6 +258,8 @@ class Maximum(Function):
 
 
 class Minimum(Function):
+    traceable = True
+
     def forward(self, x, y):
         self.saved = (x, y)
         return B.minimum(x, y)
@@ -268,6 +272,8 @@ class Minimum(Function):
 
 
 class Where(Function):
+    traceable = True
+
     def forward(self, c, x, y):
         self.saved = (c,)
         return B.where(c, x, y)
@@ -281,6 +287,8 @@ class Where(Function):
 # ---- elementwise unary -------------------------------------------------------------------------
 
 class Neg(Function):
+    traceable = True
+
     def forward(self, x):
         return B.negative(x)
 
@@ -290,6 +298,7 @@ class Neg(Function):
 
 class Exp(Function):
     saves_out = True
+    traceable = True
 
     def forward(self, x):
         out = B.exp(x)
@@ -301,6 +310,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    traceable = True
+
     def forward(self, x):
         self.saved = (x,)
         return B.log(x)
@@ -375,6 +386,7 @@ class Tan(Function):
 
 class Tanh(Function):
     saves_out = True
+    traceable = True
 
     def forward(self, x):
         out = B.tanh(x)
@@ -388,6 +400,7 @@ class Tanh(Function):
 
 class Sigmoid(Function):
     saves_out = True
+    traceable = True
 
     def forward(self, x):
         # 1 / (1 + exp(-x)) keeps full relative precision for very negative x (2e-9 at -20, where
@@ -404,6 +417,7 @@ class Sigmoid(Function):
 
 class Relu(Function):
     saves_out = True
+    traceable = True
 
     def forward(self, x):
         out = B.maximum(x, x.dtype.type(0))
@@ -606,6 +620,8 @@ _ZERO: dict[Any, np.ndarray] = {}  # a 0-d zero per dtype (adding an array: half
 
 
 class Sum(Function):
+    traceable = True
+
     def forward(self, x, axes, keepdim):
         self.shape, self.axes, self.keepdim = x.shape, axes, keepdim
         if axes is None and not keepdim:  # a full sum (a loss): a 0-d array, not a NumPy scalar
@@ -616,8 +632,8 @@ class Sum(Function):
                 if zero is None:
                     zero = _ZERO[x.dtype] = np.zeros((), x.dtype)
                     zero.flags.writeable = False
-                return B.add(x, zero).reshape(())
-            return B.reduce(B.add, x, None, True).reshape(())
+                return B.reshape(B.add(x, zero), ())
+            return B.reshape(B.reduce(B.add, x, None, True), ())
         return B.reduce(B.add, x, axes, keepdim)
 
     def name(self) -> str:
@@ -630,7 +646,7 @@ class Sum(Function):
         if shape == (1,):
             # one entry summed: its gradient is g (one entry too) as a view of shape (1,), no
             # broadcast view to build (cheaper by half on a one-element loss)
-            return (g.reshape(shape),)
+            return (B.reshape(g, shape),)
         if not self.keepdim and self.axes:
             g = B.reshape(g, B._reduced(shape, self.axes, True))
         return (B.expand(g, shape),)
@@ -801,6 +817,8 @@ class Logcumsumexp(Function):
 # ---- shape and indexing ------------------------------------------------------------------------
 
 class Reshape(Function):
+    traceable = True
+
     def forward(self, x, shape):
         self.shape = x.shape
         return B.reshape_any(x, shape)
@@ -810,6 +828,8 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    traceable = True
+
     def forward(self, x, order):
         self.order = order
         return np.transpose(x, order)
@@ -820,6 +840,8 @@ class Permute(Function):
 
 class Expand(Function):
     """A broadcast view; the engine sums the gradient back to the input shape."""
+
+    traceable = True
 
     def forward(self, x, shape):
         return np.broadcast_to(x, shape)
@@ -1028,6 +1050,8 @@ class Scatter(Function):
 
 class MatMul(Function):
     """Batched matrix product of operands with at least 2 dims (1-D cases are reshaped around it)."""
+
+    traceable = True
 
     def forward(self, x, y):
         self.saved = (x, y)
@@ -1625,6 +1649,8 @@ class GRULayer(Function):
 class Linear(Function):
     """x @ w.T + b with x (..., in), w (out, in), b (out,) or None: one node, the leading dims
     folded into one GEMM, and the weight gradient g.T @ x computed directly in w's layout."""
+
+    traceable = True
 
     def forward(self, x, w, b):
         self.saved = (x, w)

@@ -138,14 +138,12 @@ def test_value_reads_and_dropout_fall_back_to_eager_with_a_warning() -> None:
 
 def test_results_of_a_replay_are_valid_until_the_next_call() -> None:
     w = lg.ones(1000, requires_grad=True)
-    compiled = lg.compile(lambda x: x * w)  # 4 KB buffers: replayed in the planned arena
-    outs = [compiled(lg.full((1000,), float(i))) for i in range(4)]
-    assert outs[-1][0].item() == 3.0
-    with pytest.raises(RuntimeError, match="reclaimed"):
-        outs[-2].sum()
-    tiny = lg.compile(lambda x: (x * w[:4]).sum())  # buffers of a few bytes come from the heap,
-    outs = [tiny(lg.full((4,), float(i))) for i in range(4)]  # so earlier results stay valid
-    assert [o.item() for o in outs] == [0.0, 4.0, 8.0, 12.0]
+    for n in (1000, 4):  # buffers of 4 KB and of a few bytes: both replayed in the planned arena
+        compiled = lg.compile(lambda x, n=n: x * w[:n])
+        outs = [compiled(lg.full((n,), float(i))) for i in range(4)]
+        assert outs[-1][0].item() == 3.0
+        with pytest.raises(RuntimeError, match="reclaimed"):
+            outs[-2].sum()
 
 
 def test_compile_forms() -> None:
@@ -275,3 +273,55 @@ def test_more_layers_compile_without_falling_back(name: str) -> None:
     for (k, a), (_, b) in zip(m1.state_dict().items(), m2.state_dict().items()):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=k)
     assert o1.param_groups[0]["lr"] == o2.param_groups[0]["lr"] == 1e-2 * 0.5 ** 3
+
+
+def test_replay_runs_traceable_primitives_as_numpy_calls_into_the_plan() -> None:
+    # Linear and Sigmoid are replayed as the backend calls they made, lowered to NumPy calls that
+    # write into planned buffers: no node method is called and nothing is allocated
+    lg.manual_seed(0)
+    lin = lg.nn.Linear(3, 2)
+
+    def step(x: Any) -> Any:
+        lin.zero_grad()
+        loss = lin(x).sigmoid().sum()
+        loss.backward()
+        return loss
+    compiled = lg.compile(step)
+    x = lg.tensor(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+    for _ in range(3):
+        compiled(x)
+    (prog,) = compiled.programs.values()
+    assert ".forward(" not in prog.source and ".backward(" not in prog.source
+    assert "out=" in prog.source
+    want = step(x).item(), lin.weight.grad.numpy().copy()
+    assert compiled(x).item() == want[0]
+    np.testing.assert_array_equal(lin.weight.grad.numpy(), want[1])
+
+
+def test_replay_decides_value_dependent_handovers_again() -> None:
+    # a product's gradient hands y over when the incoming gradient is a broadcast 1: that is
+    # decided by value at each replay, not once when tracing (s is 1 when traced, then 2)
+    w = lg.ones(1 << 14, requires_grad=True)
+
+    def step(x: Any, s: Any) -> Any:
+        w.grad = None
+        loss = (x * w).sum() * s
+        loss.backward()
+        return loss
+    compiled = lg.compile(step)
+    x = lg.arange(1 << 14, dtype=lg.float32)
+    for s in (1.0, 1.0, 2.0, 3.0):
+        compiled(x, lg.tensor(s))
+        got = w.grad.numpy().copy()
+        step(x, lg.tensor(s))
+        np.testing.assert_array_equal(got, w.grad.numpy())
+
+
+def test_replay_keeps_the_floating_point_error_settings_of_each_op() -> None:
+    # sigmoid ignores exp's overflow where it runs (1 / (1 + inf) is its right limit): so does its replay
+    w = lg.ones(3, requires_grad=True)
+    compiled = lg.compile(lambda x: (x * w).sigmoid().sum())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            assert compiled(lg.tensor([-1000.0, 0.0, 1000.0])).item() == 1.5
