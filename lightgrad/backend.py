@@ -565,6 +565,9 @@ def iadd(x: Array, y: Array) -> Array:
     return _ufunc_into(np.add, (x, y), x)
 
 
+iadd.raw = lambda x, y: (np.add, (0, 1), {}, 0) if isinstance(x, np.ndarray) else None  # type: ignore[attr-defined]
+
+
 _AXPY_CHUNK = 1 << 16  # entries per chunk of axpy_: its product (256 KB of float32) stays in cache
 
 
@@ -954,8 +957,9 @@ def _reduce_raw(f: Any, x: Any, axes: tuple[int, ...] | None, keepdims: bool, dt
     return f.reduce, kw
 
 
-# ``fn.raw(*args)``: how a call of fn lowers to one NumPy call writing into a given buffer, as
-# (function, positions of the arguments it takes, keywords), or None (see compiler._lower)
+# ``fn.raw(*args)``: how a call of fn lowers to one NumPy call writing into a fresh buffer, as
+# (function, positions of the arguments it takes, keywords), or into its argument at position k,
+# as (function, positions, keywords, k); None when it does not (see compiler._lower)
 def _reduce_lowered(f: Any, x: Any, axes: Any, keepdims: bool = False, dtype: Any = None) -> Any:
     r = _reduce_raw(f, x, axes, keepdims, dtype)
     return None if r is None else (r[0], (1,), r[1])

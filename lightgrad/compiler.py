@@ -304,23 +304,33 @@ def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
     return backward
 
 
+# NumPy keeps its floating-point error settings in a context variable: a replay sets and resets
+# it directly (0.2 us against 1.9 for np.errstate). Settings a replayed op did not name are then
+# those of the tracing call.
+_ERRVAR = getattr(getattr(getattr(np, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
+
+
 class _Errstate:
     """``np.errstate`` as traced code sees it: entering and leaving are recorded as lines too."""
 
     def __init__(self, tr: _Tracer, **kw: Any) -> None:
         self.tr, self.kw, self.cm, self.name = tr, kw, np.errstate(**kw), ""
 
-    def __enter__(self) -> Any:
-        if self.tr.active():
-            self.tr.n += 1
-            self.name = f"e{self.tr.n}"
-            self.tr.emit(f"{self.name} = {self.tr.const(functools.partial(np.errstate, **self.kw))}(); "
-                         f"{self.name}.__enter__()")
-        return self.cm.__enter__()
+    def __enter__(self) -> None:
+        self.cm.__enter__()
+        tr = self.tr
+        if tr.active():
+            tr.n += 1
+            self.name = name = f"e{tr.n}"
+            if _ERRVAR is not None:
+                tr.emit(f"{name} = {tr.const(_ERRVAR.set)}({tr.const(_ERRVAR.get())})")
+            else:
+                tr.emit(f"{name} = {tr.const(functools.partial(np.errstate, **self.kw))}(); {name}.__enter__()")
 
     def __exit__(self, *exc: Any) -> Any:
         if self.name and self.tr.active():
-            self.tr.emit(f"{self.name}.__exit__(None, None, None)")
+            self.tr.emit(f"{self.tr.const(_ERRVAR.reset)}({self.name})" if _ERRVAR is not None else
+                         f"{self.name}.__exit__(None, None, None)")
         return self.cm.__exit__(*exc)
 
 
@@ -479,8 +489,9 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             # steps then write gradients there instead of allocating one per step
             t._grad_buf = np.empty_like(t._data)
         tr.inside(orig_accumulate, t, g, create_graph)
-        expr = f"{tr.const(_accumulate_into)}({tr.const(t)}, {tr.ref(g, 'gradient accumulation')})"
-        tr.emit(f"{tr.value(t.grad._data)} = {expr}")  # type: ignore[union-attr]
+        acc = _Acc(t, tr.const(t), tr.ref(g, "gradient accumulation"), tr.const(_accumulate_into))
+        acc.target = tr.value(t.grad._data)  # type: ignore[union-attr]
+        tr.emit(acc)
         return None
 
     patches.set(E, "_accumulate", accumulate)
@@ -578,7 +589,23 @@ def _add_grad_fresh(prev: Any, pg: Any) -> Any:
     return E._add_grad(prev, pg, set())
 
 
+class _Acc:
+    """A recorded accumulation of gradient ``g`` into leaf ``t``."""
+
+    __slots__ = ("t", "tname", "g", "fname", "target")
+
+    def __init__(self, t: Tensor, tname: str, g: str, fname: str) -> None:
+        self.t, self.tname, self.g, self.fname, self.target = t, tname, g, fname, "_"
+
+    def __str__(self) -> str:
+        return f"{self.target} = {self.fname}({self.tname}, {self.g})"
+
+
 def _accumulate_into(t: Tensor, g: Any) -> np.ndarray:
+    if g is t._grad_buf and t.grad is None:  # computed straight into the leaf's gradient home (_lower)
+        grad = t.grad = Tensor._make(g)
+        grad._mem = t._mem
+        return g
     E._accumulate(t, g, False)
     return t.grad._data  # type: ignore[union-attr]
 
@@ -691,40 +718,90 @@ def _define(args: list[str], lines: list[str], ret: str, ns: dict[str, Any]) -> 
 _VIEWS = {B.reshape, B.transpose, B.expand}  # backend calls that make views: of a planned buffer, made once
 
 
+def _operand(expr: str, ns: dict[str, Any], dt: np.dtype, const: Callable[[Any], str]) -> str:
+    """A number operand of a lowered call as a 0-d array (NumPy converts a Python number on every
+    call: 0.6 us against 0.27): of the float result's dtype, which is what NumPy rounds a Python
+    number to against it, or of a NumPy scalar's own dtype."""
+    v = ns.get(expr, ns)
+    if type(v) in (int, float) and dt.kind == "f" or isinstance(v, np.generic):
+        a = np.array(v, dt if type(v) in (int, float) else None)
+        a.flags.writeable = False
+        return const(a)
+    return expr
+
+
 def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Planned) -> list[str]:
     """The replay's lines with the plan in them. A backend call that made one buffer (an
-    elementwise op, a matrix product) becomes the NumPy call writing into that buffer's planned
-    place; a reshape, transpose or broadcast of a planned buffer is a view made here, once; every
-    other call that allocates is told its place in the plan (``_A.i``) and takes its buffers there."""
+    elementwise op, a matrix product, a reduction) becomes the NumPy call writing into that
+    buffer's planned place, or into its operand for an in-place one (``fn.raw`` in the backend
+    says which call it is); such a call of constants alone is computed here, once, as is a
+    reshape, transpose or broadcast of a buffer the plan fixed. Every other call that allocates
+    is told its span of the plan (``_A.i``, ``_A.cap``) and takes its buffers there."""
     made: dict[int, list[int]] = {}
     for i, k in enumerate(line_of):
         made.setdefault(k, []).append(i)
-    fixed: dict[str, np.ndarray] = {}  # value name -> its array in the plan's block
-    block = plan._blocks[0]
+    fixed: dict[str, np.ndarray] = {}  # value name -> its array: in the plan's block, or a constant
     out = []
+    # a gradient used only to be accumulated into a leaf that gets no other gradient is computed
+    # straight into the leaf's gradient home when the leaf has no gradient yet (as PyTorch steals it)
+    uses: dict[str, int] = {}
+    leaves: dict[int, int] = {}
+    for line in lines:
+        for name in _NAME.findall(str(line)):
+            uses[name] = uses.get(name, 0) + 1
+        if isinstance(line, _Acc):
+            leaves[id(line.t)] = leaves.get(id(line.t), 0) + 1
+    home = {line.g: line for line in lines if isinstance(line, _Acc) and uses.get(line.g) == 2
+            and leaves[id(line.t)] == 1 and isinstance(line.t._grad_buf, np.ndarray)}
 
     def const(obj: Any) -> str:
         name = f"k{len(ns)}"
         ns[name] = obj
         return name
 
+    def value(expr: str) -> Any:  # an argument's value here, if it is fixed (NameError if not)
+        return eval(expr, ns, fixed)  # noqa: S307 - our own expressions
+
     for k, line in enumerate(lines):
-        bufs = made.get(k, ())
+        bufs = made.get(k, [])
         if isinstance(line, _Call) and _NAME.fullmatch(line.target):
-            if line.raw is not None and len(bufs) == 1 and max(line.raw[1]) < len(line.args):
-                fn, pos, kw = line.raw
-                fixed[line.target] = view = plan.views[bufs[0]]
-                args = [line.args[i] for i in pos] + [f"{k}={const(v)}" for k, v in kw.items()]
-                out.append(f"{line.target} = {const(fn)}({', '.join(args)}, out={const(view)})")
+            raw = line.raw
+            if raw is not None and max(raw[1]) < len(line.args) and len(bufs) == (len(raw) == 3):
+                fn, pos, kw = raw[:3]
+                args = [line.args[i] for i in pos]
+                if len(raw) == 3:  # into a fresh buffer
+                    view = plan.views[bufs[0]]
+                    vals = [ns[a] if a in ns else None for a in args]
+                    if all(isinstance(v, int | float) or isinstance(v, np.ndarray) and not v.flags.writeable
+                           for v in vals):  # of read-only constants alone (the seed gradient): once
+                        folded = fn(*vals, **kw, out=np.empty_like(view))
+                        folded.flags.writeable = False
+                        fixed[line.target] = folded
+                        out.append(f"{line.target} = {const(folded)}")
+                        continue
+                    dest = const(view)
+                    args = [_operand(a, ns, view.dtype, const) for a in args]
+                    acc = home.get(line.target)
+                    gbuf = acc.t._grad_buf if acc is not None else None
+                    if acc is not None and gbuf is not None and gbuf.shape == view.shape \
+                            and gbuf.dtype == view.dtype == acc.t._data.dtype:
+                        gb = const(gbuf)
+                        dest = f"({gb} if {acc.tname}.grad is None and {acc.tname}._grad_buf is {gb} else {dest})"
+                    else:
+                        fixed[line.target] = view
+                else:  # in place, into an operand
+                    dest = line.args[raw[3]]
+                kws = [f"{key}={const(v)}" for key, v in kw.items()]
+                out.append(f"{line.target} = {const(fn)}({', '.join(args + kws)}, out={dest})")
                 continue
             if line.fn in _VIEWS and not bufs:
                 try:
-                    args = [eval(a, ns, fixed) for a in line.args]  # noqa: S307 - our own expressions
+                    args = [value(a) for a in line.args]
                 except NameError:  # a value made at replay (an input, or a buffer not in the plan)
                     pass
                 else:
                     view = line.fn(*args)
-                    if isinstance(view, np.ndarray) and np.may_share_memory(view, block):
+                    if isinstance(view, np.ndarray) and np.may_share_memory(view, args[0]):
                         fixed[line.target] = view
                         out.append(f"{line.target} = {const(view)}")
                         continue

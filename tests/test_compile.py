@@ -325,3 +325,28 @@ def test_replay_keeps_the_floating_point_error_settings_of_each_op() -> None:
         warnings.simplefilter("error")
         for _ in range(3):
             assert compiled(lg.tensor([-1000.0, 0.0, 1000.0])).item() == 1.5
+
+
+@pytest.mark.parametrize("zero", [True, False])
+def test_gradients_computed_into_the_leaf_gradient_home_accumulate_as_eager(zero: bool) -> None:
+    # a leaf's gradient is written straight into its gradient home only while .grad is None; a
+    # step that does not zero gradients, or a weight used twice, still sums like the eager step
+    def build() -> tuple[Any, Any, Callable[[Any], Any]]:
+        lg.manual_seed(0)
+        a, b = lg.nn.Linear(3, 3), lg.nn.Linear(3, 1)
+
+        def step(x: Any) -> Any:
+            if zero:
+                a.zero_grad()
+                b.zero_grad()
+            loss = b(a(a(x).tanh())).sum()  # a used twice
+            loss.backward()
+            return loss
+        return a, b, step
+    x = lg.tensor(np.random.default_rng(0).standard_normal((5, 3)).astype(np.float32))
+    (a1, b1, eager), (a2, b2, step) = build(), build()
+    compiled = lg.compile(step)
+    for _ in range(4):
+        assert eager(x).item() == compiled(x).item()
+        for p, q in zip([*a1.parameters(), *b1.parameters()], [*a2.parameters(), *b2.parameters()]):
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())

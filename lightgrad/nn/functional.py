@@ -770,8 +770,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None, re
     """(input - target)^2, reduced."""
     reduction = _reduction(size_average, reduce, reduction)
     _warn_shape(input, target)
-    d = input - target
-    loss = d * d
+    loss = (input - target).square()
     return _reduce(loss * weight if weight is not None else loss, reduction)
 
 
