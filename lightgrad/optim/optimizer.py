@@ -436,15 +436,7 @@ class Optimizer:
         for k, v in pack.scal.items():
             v[i0:i1] = sc[k]
         rule = self._rule(group, sc, first, pack.flat.dtype)
-        arrays = 2 + len(pack.bufs) + self._n_scratch
-        workers = _THREADS if (b - a) * arrays * pack.flat.itemsize >= _THREADED_BYTES else 1
-        if workers == 1:
-            chunk = _CHUNK_BYTES // (arrays * pack.flat.itemsize)
-        else:
-            chunk = _THREAD_CHUNK_BYTES // pack.flat.itemsize
-        if chunk > 1024:
-            chunk -= chunk % 1024  # whole 1024s of elements: every chunk starts as aligned as the first
-        chunk = min(max(chunk, 1), b - a)
+        workers, chunk = self._split(pack, a, b)
         work = self._chunks(pack, a, b, chunk, g)
         workers = min(workers, len(work))
         if len(pack.scratch) < workers or self._n_scratch and pack.scratch[0][0].size < chunk:
@@ -458,6 +450,29 @@ class Optimizer:
             chunks = iter(work)
             B.concurrently([(_run_chunks, (rule, chunks, pack.scratch[w]), {}) for w in range(workers)])
         _bump_versions(pack.versions[i0:i1])
+
+    def _memo(self, key: tuple[Any, ...], make: Callable[..., Rule]) -> Rule:
+        """``make(*key)``, kept for the next steps with the same key (a rule of plain hyper-parameters:
+        made once, not every step)."""
+        memo = self.__dict__.setdefault("_rules", {})
+        rule = memo.get(key)
+        if rule is None:
+            if len(memo) >= 64:  # (a schedule changing the learning rate every step)
+                memo.clear()
+            rule = memo[key] = make(*key)
+        return rule
+
+    def _split(self, pack: _Pack, a: int, b: int) -> tuple[int, int]:
+        """(threads, chunk length) for an update of elements ``a:b`` of the pack."""
+        arrays = 2 + len(pack.bufs) + self._n_scratch
+        workers = _THREADS if (b - a) * arrays * pack.flat.itemsize >= _THREADED_BYTES else 1
+        if workers == 1:
+            chunk = _CHUNK_BYTES // (arrays * pack.flat.itemsize)
+        else:
+            chunk = _THREAD_CHUNK_BYTES // pack.flat.itemsize
+        if chunk > 1024:
+            chunk -= chunk % 1024  # whole 1024s of elements: every chunk starts as aligned as the first
+        return workers, min(max(chunk, 1), b - a)
 
     def _chunks(self, pack: _Pack, a: int, b: int, chunk: int,
                 g: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:

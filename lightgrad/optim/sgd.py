@@ -40,10 +40,15 @@ class SGD(Optimizer):
         pass
 
     def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
-        lr, momentum, damp = _scalar(group["lr"]), float(group["momentum"]), 1 - float(group["dampening"])
-        grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
+        key = (_scalar(group["lr"]), float(group["momentum"]), float(group["dampening"]),
+               float(group["weight_decay"]), bool(group["maximize"]), bool(group["nesterov"]), first, dtype)
+        return self._memo(key, self._make_rule)
+
+    def _make_rule(self, lr: float, momentum: float, dampening: float, weight_decay: float, maximize: bool,
+                   nesterov: bool, first: bool, dtype: np.dtype) -> Rule:
+        damp = 1 - dampening
+        grad = make_grad(maximize, weight_decay, dtype)
         mom, k_damp, neg_lr = const(momentum, dtype), const(damp, dtype), const(-lr, dtype)
-        nesterov = group["nesterov"]
 
         # written out, without helper calls: the fewer Python steps between the NumPy calls, the less the
         # threads wait for each other's GIL (3% of the step on 4M elements; see "pieces of update rules" in
