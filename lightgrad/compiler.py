@@ -2,13 +2,15 @@
 
 The first call with a given signature (shapes and dtypes of the tensor arguments, the other
 arguments' values) runs ``fn`` eagerly while recording every array computation it makes, at the
-level where lightgrad computes: primitive forwards and backwards, the engine's gradient sums and
-accumulation into leaves, backend calls made by composite code, tensor creation, and the
-optimizer and scheduler steps (kept as live calls: they read Python state such as the step count
-and learning rate). The record becomes one generated Python function of plain NumPy-level calls:
-no Tensors, no graph, no engine walk. The second call runs it with a measuring allocator that
-records each buffer's size and lifetime; buffers whose lifetimes do not overlap are then planned
-into one arena, and every later call replays into those fixed buffers without allocating.
+level where lightgrad computes: the backend calls of primitives marked ``traceable`` (the others'
+forward and backward as calls of their own), the engine's gradient sums and accumulation into
+leaves, backend calls made by composite code, tensor creation, and the optimizer and scheduler
+steps (kept as live calls: they read Python state such as the step count and learning rate). The
+record becomes one generated Python function of plain NumPy-level calls: no Tensors, no graph, no
+engine walk. The second call runs it with a measuring allocator that records each buffer's size
+and lifetime, line by line; buffers whose lifetimes do not overlap are then planned into one
+arena, and the function is generated again with the plan in it (``_lower``): every later call
+replays into those fixed buffers without allocating.
 
 What is not recorded makes the signature fall back to eager execution, with a warning that says
 why: reading tensor values in the step (``.item()``, ``bool(t)``, ``.tolist()``, ``.numpy()``),
