@@ -79,9 +79,9 @@ def _add_grad(prev: Any, pg: Any, owned: set[int]) -> Any:
     which it may therefore add into in place (the others may be shared with other nodes)."""
     if type(pg) is SliceGrad or type(prev) is SliceGrad:
         sl, dense = (pg, prev) if type(pg) is SliceGrad else (prev, pg)
-        if type(dense) is SliceGrad:  # two slices: their sum is a new zero-filled array
-            dense = dense.dense()
-        elif id(dense) not in owned:
+        if type(dense) is SliceGrad:  # two sums of slices: one sum of slices, still no array
+            return dense.plus(sl)
+        if id(dense) not in owned:
             dense = B.copy(dense)
         owned.add(id(dense))
         sl.add_to(dense)

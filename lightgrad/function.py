@@ -851,32 +851,69 @@ class Expand(Function):
 
 
 class SliceGrad:
-    """A gradient that is zero outside ``value``'s place ``index`` (a basic index) in an array of
-    ``shape``. A basic slice returns one from its backward; the engine writes it into the one
-    gradient it accumulates for the sliced tensor, so the pieces of a split share one zero-filled
-    array instead of each making a full-size one that is then added up."""
+    """A gradient that is zero outside the places ``index`` (basic indices) of its ``parts`` in an
+    array of ``shape``: a sum of slices. A basic slice returns one from its backward; the engine
+    adds slices to it without making an array, and makes the one dense gradient when the node
+    that was sliced runs. Slices that tile the array (a split's pieces) are copied into it with no
+    zero fill; others are added into zeros."""
 
-    __slots__ = ("shape", "index", "value")
+    __slots__ = ("shape", "parts")
 
     def __init__(self, shape: tuple[int, ...], index: Any, value: Any) -> None:
-        self.shape, self.index, self.value = shape, index, value
+        self.shape, self.parts = shape, [(index, value)]
 
     @property
     def dtype(self) -> Any:
-        return self.value.dtype
+        return self.parts[0][1].dtype
 
-    def dense(self) -> Any:
-        out = B.zeros(self.shape, self.value.dtype)
-        out[self.index] = self.value
+    def plus(self, other: SliceGrad) -> SliceGrad:
+        """The sum of both, as one SliceGrad (nothing computed yet)."""
+        out = SliceGrad.__new__(SliceGrad)
+        out.shape, out.parts = self.shape, self.parts + other.parts
         return out
 
+    def dense(self) -> Any:
+        if self._tiles():
+            out = B.empty(self.shape, self.dtype)
+            for index, value in self.parts:
+                out[index] = value
+            return out
+        out = B.zeros(self.shape, self.dtype)
+        self.add_to(out)
+        return out
+
+    def _tiles(self) -> bool:
+        """Whether the parts are slices along one axis that cover it once, in any order."""
+        if len(self.parts) < 2:
+            return False
+        axis, spans = -1, []
+        for index, _ in self.parts:
+            if not isinstance(index, tuple) or not index or not isinstance(index[-1], slice) \
+                    or any(i != slice(None) for i in index[:-1]) or axis not in (-1, len(index) - 1):
+                return False
+            axis = len(index) - 1
+            if axis >= len(self.shape):
+                return False
+            start, stop, step = index[-1].indices(self.shape[axis])
+            if step != 1:
+                return False
+            spans.append((start, stop))
+        spans.sort()
+        end = 0
+        for start, stop in spans:
+            if start != end or stop <= start:
+                return False
+            end = stop
+        return end == self.shape[axis]
+
     def add_to(self, dense: Any) -> None:
-        """dense[index] += value, in place."""
-        part = dense[self.index]
-        if isinstance(part, np.ndarray):
-            B.iadd(part, self.value)
-        else:  # a single element: indexing gave a scalar, not a view
-            dense[self.index] = part + self.value
+        """dense[index] += value for each part, in place."""
+        for index, value in self.parts:
+            part = dense[index]
+            if isinstance(part, np.ndarray):
+                B.iadd(part, value)
+            else:  # a single element: indexing gave a scalar, not a view
+                dense[index] = part + value
 
 
 class GetItem(Function):

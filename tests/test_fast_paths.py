@@ -139,6 +139,36 @@ def test_slices_of_one_tensor_get_torch_gradients() -> None:
     np.testing.assert_allclose(_split_graph(lg, x0)[0], _split_graph(torch, x0)[0], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [4, 8], [12]])
+@pytest.mark.parametrize("dim", [0, 2, -1])
+def test_pieces_that_tile_a_tensor_give_its_gradient_without_zeros(sizes: list[int], dim: int,
+                                                                   monkeypatch: Any) -> None:
+    # a split's pieces cover the tensor once: their gradients are copied into one array, no zero fill
+    x0 = RNG.standard_normal((12, 3, 12))
+    zeros: list[Any] = []
+    real = B.zeros
+    monkeypatch.setattr(B, "zeros", lambda *a: zeros.append(a) or real(*a))
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        h = x * 2
+        parts = h.split(sizes, dim=dim)
+        sum(((p * (i + 1)) ** 2).sum() for i, p in enumerate(parts)).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12, atol=1e-12)
+    assert not zeros or len(sizes) == 1
+
+
+def test_overlapping_and_partial_pieces_add_into_zeros() -> None:
+    res, x0 = [], RNG.standard_normal((5, 6))
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        h = x * 2
+        (h[:, :4].sum() * 2 + (h[:, 2:] ** 2).sum() + h[:, 1:3].sum() + h[1:3].sum()).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12, atol=1e-12)
+
+
 def test_slice_gradient_of_a_leaf_and_a_scalar_piece() -> None:
     res = []
     for T in (torch, lg):
