@@ -2011,3 +2011,58 @@ class CrossEntropy(Function):
         if keep is not None:
             B.imul(gx, B.reshape(keep, (-1, 1)))  # ignored rows: no gradient
         return (gx,)
+
+
+# ---- derivatives that are zero or not implemented, hypot (compat gaps) -------------------------
+
+class ZeroGrad(Function):
+    """``x`` joined to the graph of ``others`` with a zero gradient for each, as PyTorch records
+    ops whose derivative is zero (an in-place comparison or rounding; copysign's ``other``): they
+    require grad and backward gives zeros, not None. x's own gradient passes through."""
+
+    def forward(self, x, *others):
+        self.like = [(o.shape, o.dtype) if isinstance(o, np.ndarray) else None for o in others]
+        return x
+
+    def backward(self, g):
+        zs = tuple(None if like is None or not self.needs(i + 1) else _zeros_like(g, *like)
+                   for i, like in enumerate(self.like))
+        return (g if self.needs(0) else None,) + zs
+
+
+class NotDifferentiable(ZeroGrad):
+    """Values whose derivative PyTorch does not implement (heaviside): the result requires grad,
+    and backward through it raises."""
+
+    def forward(self, x, *others, op):
+        self.op = op
+        return x
+
+    def backward(self, g):
+        raise RuntimeError(f"derivative for aten::{self.op} is not implemented")
+
+    def name(self) -> str:
+        return "NotImplemented"
+
+
+def _zeros_like(g: Any, shape: tuple[int, ...], dtype: Any) -> Any:
+    """Zeros of ``shape`` and ``dtype``: an array, or a Tensor when g is one (create_graph)."""
+    if isinstance(g, np.ndarray | np.generic):
+        return B.zeros(shape, dtype)
+    return Tensor._make(np.zeros(shape, dtype))
+
+
+class Hypot(Function):
+    """sqrt(x**2 + y**2) without overflow (NumPy's hypot); the gradients are x / out and y / out."""
+
+    saves_out = True
+
+    def forward(self, x, y):
+        out = B.hypot(x, y)
+        self.saved = (x, y, out)
+        return out
+
+    def backward(self, g):
+        x, y, out = self.saved
+        r = B.divide(g, out)
+        return (B.multiply(r, x) if self.needs(0) else None), (B.multiply(r, y) if self.needs(1) else None)

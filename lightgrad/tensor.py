@@ -648,7 +648,7 @@ class Tensor:
     absolute = abs
 
     def sign(self) -> Tensor:
-        return Tensor._make(B.sign(self._data))
+        return _zero_grad(self, B.sign(self._data))
 
     sgn = sign
 
@@ -656,21 +656,21 @@ class Tensor:
         return F.Erf.apply(_floating(self))
 
     def floor(self) -> Tensor:
-        return Tensor._make(B.floor(self._data))
+        return _zero_grad(self, B.floor(self._data))
 
     def ceil(self) -> Tensor:
-        return Tensor._make(B.ceil(self._data))
+        return _zero_grad(self, B.ceil(self._data))
 
     def round(self, decimals: builtins.int = 0) -> Tensor:
         if self._data.dtype.kind in "iu":
             return Tensor._make(B.copy(self._data))  # integers are already round (np.rint would give float64)
         if decimals:
             s = 10.0 ** decimals
-            return Tensor._make(B.divide(B.round_(B.multiply(self._data, s)), s).astype(self._data.dtype))
-        return Tensor._make(B.round_(self._data))
+            return _zero_grad(self, B.divide(B.round_(B.multiply(self._data, s)), s).astype(self._data.dtype))
+        return _zero_grad(self, B.round_(self._data))
 
     def trunc(self) -> Tensor:
-        return Tensor._make(B.trunc(self._data))
+        return _zero_grad(self, B.trunc(self._data))
 
     def frac(self) -> Tensor:
         return self - self.detach().trunc()
@@ -840,7 +840,7 @@ class Tensor:
     def hypot(self, other: Any) -> Tensor:
         """sqrt(x**2 + y**2), elementwise."""
         x, y = _float_operands(self, other)
-        return (x * x + y * y).sqrt()
+        return F.Hypot.apply(x, _as_tensor(y, x))  # (not sqrt(x*x + y*y): that overflows above ~1.8e19 in float32)
 
     def nan_to_num(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
                    neginf: builtins.float | None = None) -> Tensor:
@@ -865,7 +865,10 @@ class Tensor:
         x, y = _float_operands(self, other)
         yd = y._data if isinstance(y, Tensor) else B.asarray(y, x._data.dtype)
         sign = Tensor._make(B.where(B.signbit(yd), x._data.dtype.type(-1), x._data.dtype.type(1)))
-        return x.abs() * sign  # no gradient to other (PyTorch's is zero)
+        out = x.abs() * sign
+        if isinstance(y, Tensor) and y.requires_grad and _enabled.get():
+            return F.ZeroGrad.apply(out, y)  # other's gradient is zero, not None, as PyTorch's
+        return out
 
     def signbit(self) -> Tensor:
         return Tensor._make(B.signbit(self._data))
@@ -888,12 +891,19 @@ class Tensor:
 
     def heaviside(self, values: Tensor) -> Tensor:
         """Step function: 0 where x < 0, ``values`` where x == 0, 1 where x > 0 (no gradient)."""
+        return self._heaviside(values, "heaviside")
+
+    def _heaviside(self, values: Tensor, op: str) -> Tensor:
         v = _as_tensor(values, self)
         if v._data.dtype != self._data.dtype:
             raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes: "
                                f"got {self.dtype} and {v.dtype}")
         _check_broadcast(self.shape, v.shape)
-        return Tensor._make(B.heaviside(self._data, v._data).astype(self._data.dtype))
+        out = B.heaviside(self._data, v._data).astype(self._data.dtype)
+        if (self.requires_grad or v.requires_grad) and _enabled.get():
+            # requires grad, but backward raises: PyTorch implements no derivative for heaviside
+            return F.NotDifferentiable.apply(out, self, v, op=op)
+        return Tensor._make(out)
 
     def sinc(self) -> Tensor:
         """sin(pi x) / (pi x), 1 at 0."""
@@ -970,7 +980,7 @@ class Tensor:
         return self._inplace(lambda s: s.float_power(exponent), exponent)
 
     def heaviside_(self, values: Tensor) -> Tensor:
-        return self._inplace(lambda s: s.heaviside(values))
+        return self._inplace(lambda s: s._heaviside(values, "heaviside_"), values)
 
     def sinc_(self) -> Tensor:
         return self._inplace(lambda s: s.sinc())
@@ -2269,7 +2279,13 @@ class Tensor:
             raise RuntimeError(f"shape '{list(s)}' is invalid for input of size {n}")
         if s == self._data.shape:
             return self
-        return F.Reshape.apply(self, shape=s)
+        t = F.Reshape.apply(self, shape=s)
+        d, o = self._data, t._data
+        if o.base is d or (o.base is not None and o.base is d.base):  # a view, not a copy: see _viewed
+            t._version = self._version
+            if t._grad_fn is None:
+                t._view = (self, _RESHAPED)
+        return t
 
     view = reshape
 
@@ -2316,7 +2332,11 @@ class Tensor:
                                f"{self.ndim} is not equal to len(dims) = {len(order)}")
         if order == tuple(range(self.ndim)):
             return self
-        return F.Permute.apply(self, order=order)
+        t = F.Permute.apply(self, order=order)
+        t._version = self._version  # (always a view: see _viewed)
+        if t._grad_fn is None:
+            t._view = (self, _permuted(order))
+        return t
 
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         if not self.ndim:
@@ -2357,7 +2377,9 @@ class Tensor:
                                    f"{list(s)}.  Tensor sizes: {list(self.shape)}")
         if full == self.shape:
             return self
-        return F.Expand.apply(self, shape=full)
+        t = F.Expand.apply(self, shape=full)
+        t._version = self._version  # (a view: one version counter)
+        return t
 
     def expand_as(self, other: Tensor) -> Tensor:
         return self.expand(other.shape)
@@ -2453,8 +2475,9 @@ class Tensor:
         i = np.arange(max(0, -offset), min(n, m - offset))
         index = (Ellipsis, i, i + offset)
         t = x[index]
-        if x is self:  # (a copy, as NumPy's fancy indexing makes: in-place ops write it back, _inplace)
-            t._view = (self, index)
+        # (a copy, as NumPy's fancy indexing makes: in-place ops write it back into x, a view of self)
+        t._view = (x, index)
+        t._version = self._version  # (a view in PyTorch: one version counter)
         return t
 
     def diag(self, diagonal: builtins.int = 0) -> Tensor:
@@ -2477,6 +2500,7 @@ class Tensor:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         if not advanced:
             t._view = (self, idx)  # an in-place op on t is an in-place op on self there (_inplace)
+            t._version = self._version  # (one counter for a base and its views, as PyTorch's)
         return t
 
     def __setitem__(self, index: Any, value: Any) -> None:
@@ -2643,6 +2667,8 @@ class Tensor:
             old = Tensor._make(B.copy(self._data))
             old.requires_grad, old._grad_fn = self.requires_grad, self._grad_fn
             r = compute(old)
+            if not r.requires_grad:  # (a comparison, a rounding: still in the graph, with zero gradients, as PyTorch's)
+                r = F.ZeroGrad.apply(r._data, old, *[o for o in others if isinstance(o, Tensor)])
         else:
             with no_grad():
                 r = compute(self)
@@ -2905,12 +2931,36 @@ def _bump(t: Tensor) -> None:
     view = getattr(t, "_view", None)
     while view is not None:
         base, index = view
-        if not np.may_share_memory(base._data, t._data):
+        # (a copy, as a diagonal is, writes back; a reshape or permute of its base never copies)
+        if type(index) is not F.Reshape and type(index) is not F.Permute \
+                and not np.may_share_memory(base._data, t._data):
             B.assign(base._data, index, t._data)
         v = base._version
-        v[0] += 1
-        v[1] = _STAMP[0]
+        if v[1] != _STAMP[0]:  # (a view shares its base's counter: bumped once)
+            v[0] += 1
+            v[1] = _STAMP[0]
         t, view = base, getattr(base, "_view", None)
+
+
+# _viewed: a tensor t that reshape or permute made sharing its base's memory shares the base's
+# version counter too, as PyTorch's views do, and, when it has no grad_fn that leads to the base
+# (the base needs no grad, or grad mode is off), records ``t._view = (base, how)``, ``how`` a
+# Reshape or Permute node (see _view_link), so that a value that requires grad written into t in
+# place reaches the base (_write_through). Written out in reshape and permute: they run often.
+
+def _permuted(order: tuple[builtins.int, ...]) -> Any:
+    """A Permute node that says how a view was made (_viewed)."""
+    node = F.Permute()
+    node.order = order
+    return node
+
+
+def _zero_grad(x: Tensor, arr: np.ndarray) -> Tensor:
+    """The result ``arr`` of a step function of x (floor, sign): in the graph with a zero gradient
+    when x requires grad, as PyTorch records it, not cut from it."""
+    if x.requires_grad and _enabled.get():
+        return F.ZeroGrad.apply(arr, x)
+    return Tensor._make(arr)
 
 
 def _rebuild(data: np.ndarray, requires_grad: builtins.bool) -> Tensor:
@@ -3096,10 +3146,12 @@ def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
         up = _view_link(base)  # (before base's place in the graph changes)
         if type(how) is F.Reshape:
             value = value.reshape(base.shape)
-            _bump(base)
+            if base._version[1] != _STAMP[0]:  # (not when it shares the view's counter, bumped already)
+                _bump(base)
         elif type(how) is F.Permute:
             value = value.permute(np.argsort(how.order).tolist())
-            _bump(base)
+            if base._version[1] != _STAMP[0]:
+                _bump(base)
         else:
             old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
             old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
@@ -3731,3 +3783,6 @@ def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, de
 
 from . import function as F  # noqa: E402  (primitives import Tensor from here)
 from .engine import run_backward  # noqa: E402, F401
+
+# how a view made by reshape records its base when no grad_fn leads there (_viewed)
+_RESHAPED = F.Reshape()

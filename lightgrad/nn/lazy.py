@@ -39,6 +39,25 @@ class LazyModuleMixin:
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement initialize_parameters")
 
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
+        # placeholders are saved as themselves, not detached into empty tensors (as PyTorch's): a
+        # lazy module's state dict loaded into another lazy module leaves it uninitialised
+        for name, t in self._state_items():  # type: ignore[attr-defined]
+            destination[prefix + name] = t if keep_vars or is_lazy(t) else t.detach()
+
+    def _lazy_load_hook(self, state_dict: Any, prefix: str) -> None:
+        """Before ``load_state_dict`` checks shapes and copies: each placeholder that the state dict
+        holds a (materialised) value for takes that value's shape, as PyTorch's load pre-hook does;
+        the first forward then keeps the loaded values."""
+        for name, t in self._state_items():  # type: ignore[attr-defined]
+            value = state_dict.get(prefix + name)
+            if not is_lazy(t) or value is None or is_lazy(value) or not hasattr(value, "shape"):
+                continue
+            # (an empty 1-D value is a placeholder that went through save and load: left as it is)
+            if tuple(value.shape) != (0,):
+                with no_grad():
+                    t.materialize(tuple(value.shape))
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         with no_grad():
             self.initialize_parameters(*args, **kwargs)
@@ -78,6 +97,11 @@ class LazyLinear(LazyModuleMixin, Linear):
             if self.bias is not None:
                 self.bias.materialize((self.out_features,))
             self.reset_parameters()
+        if self.in_features == 0:  # materialised by load_state_dict: the loaded weight says it
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} is not equal to "
+                                     f"in_features from self.weight: {self.weight.shape[-1]}")
+            self.in_features = input.shape[-1]
 
 
 # ---- convolution -------------------------------------------------------------------------------
@@ -104,6 +128,9 @@ class _LazyConvBase(LazyModuleMixin):
 
     def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:
         if not self.has_uninitialized_params():
+            if self.in_channels == 0:  # materialised by load_state_dict: the loaded weight says it
+                w = self.weight.shape
+                self.in_channels = w[0] if self.transposed else w[1] * self.groups
             return
         nd = self._nd
         if input.ndim not in (nd + 1, nd + 2):
@@ -224,6 +251,10 @@ class _LazyNorm(LazyModuleMixin):
 
     def initialize_parameters(self, input: Tensor) -> None:
         if not self.has_uninitialized_params():
+            if self.num_features == 0:  # materialised by load_state_dict: the loaded state says it
+                t = self.weight if self.affine else self.running_mean if self.track_running_stats else None
+                if t is not None:
+                    self.num_features = t.shape[0]
             return
         dims: tuple[int, ...] = self._dims  # type: ignore[attr-defined]
         if input.ndim not in dims:

@@ -367,6 +367,10 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        for mprefix, module in self.named_modules(remove_duplicate=False):
+            lazy_hook = getattr(module, "_lazy_load_hook", None)  # placeholders take the loaded shapes
+            if lazy_hook is not None:
+                lazy_hook(state_dict, mprefix + "." if mprefix else "")
         targets: dict[str, tuple[Module, str, Tensor]] = {}
         for mprefix, module in self.named_modules(remove_duplicate=False):
             for name, t in module._state_items():
