@@ -274,7 +274,7 @@ class Tensor:
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
-            return f"torch.{ {'float32': 'Float', 'float64': 'Double', 'float16': 'Half', 'int64': 'Long', 'int32': 'Int', 'bool': 'Bool', 'int16': 'Short', 'int8': 'Char', 'uint8': 'Byte'}[self.dtype.name]}Tensor"
+            return f"torch.{_SCALAR_TYPE[self.dtype.name]}Tensor"
         return self.to(dtype)
 
     def float(self) -> Tensor:
@@ -1875,7 +1875,7 @@ class Tensor:
             kind = t._data.dtype.kind if isinstance(t, Tensor) else ("b" if isinstance(t, bool) else "f"
                                                                       if isinstance(t, float) else "i")
             if kind not in ("iub" if bools else "iu"):
-                dt = t.dtype.name.capitalize() if isinstance(t, Tensor) else "Float"
+                dt = _SCALAR_TYPE.get(t.dtype.name, t.dtype.name) if isinstance(t, Tensor) else "Float"
                 raise NotImplementedError(f'"{name}_cpu" not implemented for \'{dt}\'')
         return a, b
 
@@ -2947,6 +2947,11 @@ def _bump(t: Tensor) -> None:
 # (the base needs no grad, or grad mode is off), records ``t._view = (base, how)``, ``how`` a
 # Reshape or Permute node (see _view_link), so that a value that requires grad written into t in
 # place reaches the base (_write_through). Written out in reshape and permute: they run often.
+
+# PyTorch's scalar type names, as its messages and Tensor.type() say them
+_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}
+
 
 def _permuted(order: tuple[builtins.int, ...]) -> Any:
     """A Permute node that says how a view was made (_viewed)."""

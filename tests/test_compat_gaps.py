@@ -463,3 +463,15 @@ def test_lazy_linear_load_then_forward_with_wrong_input_size() -> None:
 
     got, want = _both(f)
     assert type(got) is type(want) and str(got) == str(want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["bitwise_not_", "bitwise_and"])
+def test_integer_only_ops_name_the_dtype_as_torch(dtype: str, op: str) -> None:
+    msgs = []
+    for T in (torch, lg):
+        x = T.ones(2, dtype=getattr(T, dtype))
+        with pytest.raises(NotImplementedError) as e:
+            getattr(x, op)() if op.endswith("_") else getattr(x, op)(x)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
