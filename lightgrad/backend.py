@@ -599,19 +599,31 @@ def imul(x: Array, y: Array) -> Array:
     return _ufunc_into(np.multiply, (x, y), x)
 
 
+_LN_BLOCK = 1 << 16  # entries per block of layer_norm_backward_: fewer, larger blocks pay there (fewer calls)
+
+
+def _row_outer(left: np.ndarray, r: np.ndarray, right: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out[i, j] = r[i] * right[0, j] for a (k, 1) column r: one BLAS product of (k, 2) by (2, n)
+    (``left``'s second column and ``right``'s second row are zeros). NumPy's own loop takes a K = 1
+    product (9x slower), and a broadcast multiply of r by a row runs a slow strided loop."""
+    np.copyto(left[:, :1], r)
+    return np.matmul(left, right, out=out)
+
+
 def layer_norm_backward_(g: Array, xhat: Array, rstd: Array, w: Array | None, inv_n: float,
                          need: tuple[bool, bool, bool]) -> tuple[Array | None, Array | None, Array | None]:
     """The gradients (input, weight, bias) of a layer norm over the rows of (N, n) arrays, as
-    ``need`` asks: gx = rstd (gy - mean(gy) - xhat mean(gy xhat)) with gy = g w (w: (n,) or None),
-    written over ``xhat`` (when asked for), gw = column sums of g xhat, gb = column sums of g.
-    Done by blocks of rows, so each block's passes run in cache and no full-size array is made (a
-    fresh one's memory is cold: writing it costs as much as the arithmetic)."""
+    ``need`` asks: gx = rstd (g w - mean(g w) - xhat mean(g w xhat)) (w: (n,) or None), written
+    over ``xhat`` (when asked for), gw = column sums of g xhat, gb = column sums of g. Done by
+    blocks of rows, so each block's passes run in cache and no full-size array is made (a fresh
+    one's memory is cold: writing it costs as much as the arithmetic). Every row and column sum is
+    a BLAS matrix-vector product (over g, or over p = g xhat), and rstd w enters as one
+    outer-product matrix: g w is never formed, and only two passes broadcast a column."""
     N, n = xhat.shape
-    rows = max(1, min(N, _BLOCK // max(n, 1)))
+    rows = max(1, min(N, _LN_BLOCK // max(n, 1)))
     dt = xhat.dtype
-    tmp = empty((rows, n), dt)
-    m1, m2 = empty((rows, 1), dt), empty((rows, 1), dt)
     ones = _ones(max(n, rows), dt)
+    wv = ones[:n] if w is None else w
     gw: Any = None
     gb: Any = None
     col: Any = None
@@ -621,30 +633,41 @@ def layer_norm_backward_(g: Array, xhat: Array, rstd: Array, w: Array | None, in
         gw = zeros((n,), dt)
     if need[2]:
         gb = zeros((n,), dt)
+    if need[0] or need[1]:
+        p = empty((rows, n), dt)
+    if need[0]:
+        a, c = empty((rows, 1), dt), empty((rows, 1), dt)
+        left, right = zeros((rows, 2), dt), zeros((2, n), dt)
+        right[0] = wv
     for i in range(0, N, rows):
-        gc, xc, r = g[i:i + rows], xhat[i:i + rows], rstd[i:i + rows]
-        k = xc.shape[0]
-        if need[1]:
-            np.einsum("ij,ij->j", gc, xc, out=col)
-            gw += col
+        gc = g[i:i + rows]
+        k = gc.shape[0]
+        xc, r = xhat[i:i + k], rstd[i:i + k]
         if need[2]:
             np.matmul(ones[:k], gc, out=col)  # column sums by BLAS (see _sum_gemv)
             gb += col
+        if not (need[0] or need[1]):
+            continue
+        pk = p[:k]
+        np.multiply(gc, xc, out=pk)
+        if need[1]:
+            np.matmul(ones[:k], pk, out=col)
+            gw += col
         if not need[0]:
             continue
-        t, a, c = tmp[:k], m1[:k], m2[:k]
-        if w is None:
-            np.copyto(t, gc)
-        else:
-            np.multiply(gc, w, out=t)
-        np.matmul(t, ones[:n], out=a.reshape(-1))  # row sums by BLAS
-        np.einsum("ij,ij->i", t, xc, out=c.reshape(-1))
-        c *= -inv_n
-        a *= inv_n
-        xc *= c
-        xc += t
-        xc -= a
-        xc *= r
+        ak, ck = a[:k], c[:k]
+        np.matmul(gc, wv, out=ak.reshape(-1))  # sum_j g w
+        np.matmul(pk, wv, out=ck.reshape(-1))  # sum_j g w xhat
+        # gx = g (rstd w) - rstd mean(g w) - xhat rstd mean(g w xhat)
+        ak *= r
+        ak *= -inv_n
+        ck *= r
+        ck *= -inv_n
+        xc *= ck
+        xc += ak
+        rk = _row_outer(left[:k], r, right, pk)  # (p is spent: its block takes rstd w)
+        rk *= gc
+        xc += rk
     return (xhat if need[0] else None), gw, gb
 
 
@@ -1014,6 +1037,27 @@ def matmul(x: Array, y: Array) -> Array:
 
 
 matmul.raw = lambda x, y: (np.matmul, (0, 1), {})  # type: ignore[attr-defined]
+
+
+_NT_MAX = 256  # largest side of a transposed right operand that bmm copies to row-major first
+
+
+def bmm(x: Array, y: Array) -> Array:
+    """``matmul(x, y)`` for the matrix-product primitive. In a stack of small products whose right
+    operands are transposed views (q @ k^T and g @ v^T in attention), those operands are copied
+    to row-major first: OpenBLAS's small-matrix kernel takes about twice as long for a transposed
+    right operand, more than the copy costs (64 products of 64x32x64: 221 -> 36 + 130 us)."""
+    if _bmm_copies(x, y):
+        y = copy(y)
+    return matmul(x, y)
+
+
+def _bmm_copies(x: Any, y: Any) -> bool:
+    return (type(y) is np.ndarray and type(x) is np.ndarray and y.ndim > 2 and y.strides[-2] == y.itemsize
+            and 1 < y.shape[-1] <= _NT_MAX and 1 < y.shape[-2] <= _NT_MAX)
+
+
+bmm.raw = lambda x, y: None if _bmm_copies(x, y) else (np.matmul, (0, 1), {})  # type: ignore[attr-defined]
 
 
 def take(x: Array, index: Any) -> Array:

@@ -1092,12 +1092,12 @@ class MatMul(Function):
 
     def forward(self, x, y):
         self.saved = (x, y)
-        return B.matmul(x, y)
+        return B.bmm(x, y)
 
     def backward(self, g):
         x, y = self.saved
-        gx = B.matmul(g, B.swapaxes(y, -1, -2)) if self.needs(0) else None
-        gy = B.matmul(B.swapaxes(x, -1, -2), g) if self.needs(1) else None
+        gx = B.bmm(g, B.swapaxes(y, -1, -2)) if self.needs(0) else None
+        gy = B.bmm(B.swapaxes(x, -1, -2), g) if self.needs(1) else None
         return gx, gy
 
 
