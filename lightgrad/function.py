@@ -1691,17 +1691,19 @@ class Linear(Function):
 
     def forward(self, x, w, b):
         self.saved = (x, w)
-        out = B.matmul(B.reshape(x, (-1, x.shape[-1])), B.transpose(w))  # (N, out)
+        flat = x.ndim == 2  # (the usual batch of rows: no reshapes to make)
+        out = B.matmul(x if flat else B.reshape(x, (-1, x.shape[-1])), B.transpose(w))  # (N, out)
         if b is not None:
             B.iadd(out, b)  # out is fresh: add the bias in place
-        return B.reshape(out, x.shape[:-1] + (w.shape[0],))
+        return out if flat else B.reshape(out, x.shape[:-1] + (w.shape[0],))
 
     def backward(self, g):
         x, w = self.saved
         e = self.edges
-        g2 = B.reshape(g, (-1, g.shape[-1]))  # (N, out)
-        gx = None if e[0] is None else B.reshape(B.matmul(g2, w), x.shape)
-        gw = None if e[1] is None else B.matmul(B.transpose(g2), B.reshape(x, (-1, x.shape[-1])))
+        flat = x.ndim == 2
+        g2 = g if flat else B.reshape(g, (-1, g.shape[-1]))  # (N, out)
+        gx = None if e[0] is None else B.matmul(g2, w) if flat else B.reshape(B.matmul(g2, w), x.shape)
+        gw = None if e[1] is None else B.matmul(B.transpose(g2), x if flat else B.reshape(x, (-1, x.shape[-1])))
         gb = None if e[2] is None else B.sum(g2, axis=0)
         return gx, gw, gb
 
