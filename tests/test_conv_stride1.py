@@ -12,7 +12,7 @@ import pytest
 import lightgrad as lg
 import lightgrad.nn.functional as F
 from lightgrad import function as Fn
-from lightgrad.nn._spatial import _LAST_MIN_CHANNELS, ConvStride1
+from lightgrad.nn._spatial import _LAST_MIN_CHANNELS, ConvStride1, _grid_input_grad
 from tests.helpers import numeric_grads
 
 torch = pytest.importorskip("torch")
@@ -20,8 +20,9 @@ torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(7)
 
 # (input shape, weight shape, keyword arguments): both column layouts (C below and at/above
-# _LAST_MIN_CHANNELS) and both input gradients (col2im; the full convolution where C >= O/4),
-# odd and even kernels, asymmetric 'same' padding, dilation
+# _LAST_MIN_CHANNELS) and the three input gradients (col2im for NCHW columns; with channels-last
+# ones the grid product where C < O, im2col of the padded gradient else), odd and even kernels,
+# asymmetric 'same' padding, dilation
 FAST = [
     ((2, 1, 6, 7), (3, 1, 3, 3), dict(padding=1)),
     ((2, 3, 6, 7), (4, 3, 3, 3), dict(padding=1)),
@@ -35,6 +36,10 @@ FAST = [
     ((2, 12, 5, 5), (4, 12, 1, 1), dict()),
     ((2, 12, 5, 5), (4, 12, 3, 3), dict(padding="valid")),
     ((2, 12, 5, 5), (4, 12, 3, 3), dict(padding=(2, 1))),
+    ((2, 8, 6, 7), (12, 8, 3, 2), dict(padding="same", dilation=(2, 1))),
+    ((2, 8, 7, 6), (10, 8, 3, 3), dict(padding="valid")),
+    ((2, 8, 5, 6), (9, 8, 1, 1), dict()),
+    ((2, 8, 8, 9), (11, 8, 3, 3), dict(padding=(2, 0), dilation=(1, 2))),
 ]
 # convolutions that keep the general Conv2d op: stride, groups, padding beyond the kernel's reach
 GENERAL = [
@@ -45,11 +50,32 @@ GENERAL = [
 ]
 
 
+def _route(xs: tuple[int, ...], ws: tuple[int, ...]) -> str:
+    """The input gradient ConvStride1.backward takes for these shapes."""
+    if xs[1] < _LAST_MIN_CHANNELS:
+        return "col2im"
+    return "grid" if xs[1] < ws[0] else "im2col"
+
+
 def test_cases_cover_every_route() -> None:
-    """NCHW columns with col2im, channels-last with col2im, channels-last with the full convolution."""
-    routes = {(xs[1] >= _LAST_MIN_CHANNELS, xs[1] >= _LAST_MIN_CHANNELS and 4 * xs[1] >= ws[0])
-              for xs, ws, _ in FAST}
-    assert routes == {(False, False), (True, False), (True, True)}
+    """NCHW columns with col2im, channels-last with the grid product and with im2col of the gradient."""
+    assert {_route(xs, ws) for xs, ws, _ in FAST} == {"col2im", "grid", "im2col"}
+    assert sum(_route(xs, ws) == "grid" for xs, ws, _ in FAST) >= 4  # and the grid's geometries
+
+
+def test_input_gradient_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The route _route names is the one backward takes (the grid product is called exactly there)."""
+    calls = []
+
+    def spy(*args: Any) -> np.ndarray:
+        calls.append(args)
+        return _grid_input_grad(*args)
+    monkeypatch.setattr("lightgrad.nn._spatial._grid_input_grad", spy)
+    for xs, ws, kw in FAST:
+        calls.clear()
+        x = lg.tensor(RNG.standard_normal(xs), requires_grad=True)
+        F.conv2d(x, lg.tensor(RNG.standard_normal(ws)), **kw).sum().backward()
+        assert bool(calls) == (_route(xs, ws) == "grid"), (xs, ws, kw)
 
 
 def _both(xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any], bias: bool, dtype: Any,
@@ -88,14 +114,14 @@ def test_matches_torch_float64(xs: tuple[int, ...], ws: tuple[int, ...], kw: dic
     assert isinstance(node, Fn.Conv2d) and node.name() == "Conv2dBackward0"
 
 
-@pytest.mark.parametrize("xs, ws, kw", [FAST[1], FAST[3], FAST[4], FAST[7]])
+@pytest.mark.parametrize("xs, ws, kw", [FAST[1], FAST[3], FAST[4], FAST[7], FAST[12]])
 def test_matches_torch_float32(xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any]) -> None:
     mine, ref, _ = _both(xs, ws, kw, True, np.float32)
     for a, e in zip(mine, ref):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("xs, ws, kw", [FAST[2], FAST[5], FAST[7]])
+@pytest.mark.parametrize("xs, ws, kw", [FAST[2], FAST[5], FAST[7], FAST[12], FAST[15]])
 def test_gradients_match_finite_differences(xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any]) -> None:
     x, w, b = RNG.standard_normal(xs), RNG.standard_normal(ws), RNG.standard_normal(ws[0])
 
