@@ -8,6 +8,7 @@ tensor([2., 4.])
 from __future__ import annotations
 
 import builtins
+import warnings
 
 from typing import Any
 
@@ -30,6 +31,11 @@ from .tensor import cumulative_trapezoid, trapezoid, trapz, unravel_index, vande
 from . import linalg
 
 __version__ = "0.1.0"
+
+# NumPy warns where a float op gives inf or nan (log(0), x / 0, overflow); PyTorch is silent. The
+# filter is by module: NumPy calls made by lightgrad's code (and its compiled replays) stay silent,
+# the user's own NumPy calls still warn, and np.seterr(all="raise") still raises.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"lightgrad(\.|$)")
 
 float = float32  # noqa: A001
 double = float64

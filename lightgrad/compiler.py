@@ -891,6 +891,7 @@ def _generate(tr: _Tracer, result: Any) -> _Program:
         raise _Unsupported(tr.reason)
     ns = dict(tr.ns)
     ns["copy"] = B.copy
+    ns["__name__"] = __name__  # (the replay's NumPy calls are lightgrad's: see the warnings filter in __init__)
     ret = "(" + "".join(n + ", " for n in names) + ")"
     prog = _Program(_expand(tr.prologue + tr.lines), tr.args, ret, ns, struct)
     # the traced nodes keep their parents only for shapes and requires_grad: drop the arrays

@@ -475,3 +475,23 @@ def test_integer_only_ops_name_the_dtype_as_torch(dtype: str, op: str) -> None:
             getattr(x, op)() if op.endswith("_") else getattr(x, op)(x)
         msgs.append(str(e.value))
     assert msgs[1] == msgs[0]
+
+
+def test_inf_and_nan_results_are_silent_as_in_torch_and_numpy_still_warns() -> None:
+    # log(0), x / 0 and exp overflow give inf silently, as PyTorch's do, eagerly and replayed; the
+    # user's own NumPy calls keep NumPy's warnings
+    import subprocess
+    import sys
+    code = (
+        "import lightgrad as lg\n"
+        "lg.log(lg.tensor([0.0])); lg.tensor([1.0]) / 0; lg.tensor([1e30]).exp()\n"
+        "x = lg.tensor([0.0], requires_grad=True); lg.log(x).sum().backward(); assert x.grad.item() == float('inf')\n"
+        "step = lg.compile(lambda t: (t / 0).sum())\n"
+        "[step(lg.ones(3)) for _ in range(3)]\n"
+        "print('numpy', flush=True)\n"
+        "import numpy as np; np.log(np.zeros(1))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "PYTHONWARNINGS": ""})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "numpy\n"
+    assert r.stderr.count("RuntimeWarning") == 1 and "divide by zero encountered in log" in r.stderr
