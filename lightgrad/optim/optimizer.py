@@ -354,8 +354,11 @@ class Optimizer:
 
     def _ensure_buffers(self, group: dict[str, Any], pack: _Pack) -> None:
         """Re-adopt state when the group now needs buffers the pack lacks (e.g. amsgrad switched on)."""
-        if any(name not in pack.bufs for name in self._buffers(group)):
-            self._adopt_state(group, pack)
+        bufs = pack.bufs
+        for name in self._buffers(group):  # (a loop: a generator costs more than the check on most steps)
+            if name not in bufs:
+                self._adopt_state(group, pack)
+                return
 
     # ---- the step ----------------------------------------------------------------------------------
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -431,9 +434,10 @@ class Optimizer:
         first = not pack.inited[i0]
         if first:
             self._init_params(group, pack, i0, i1)
-        sc = {k: float(v[i0]) for k, v in pack.scal.items()}
+        scal = pack.scal
+        sc = {k: float(v[i0]) for k, v in scal.items()} if scal else {}
         self._advance(group, sc)
-        for k, v in pack.scal.items():
+        for k, v in scal.items():
             v[i0:i1] = sc[k]
         rule = self._rule(group, sc, first, pack.flat.dtype)
         workers, chunk = self._split(pack, a, b)
