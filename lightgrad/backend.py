@@ -1456,6 +1456,10 @@ slogdet = np.linalg.slogdet
 solve = np.linalg.solve
 cholesky = np.linalg.cholesky
 matrix_rank = np.linalg.matrix_rank
+# (typed Any: NumPy's overloads want literal mode strings, which the callers check themselves)
+svd: Any = np.linalg.svd
+qr: Any = np.linalg.qr
+eigh: Any = np.linalg.eigh
 
 
 def cofactor(a: Array) -> Array:

@@ -1,8 +1,9 @@
-"""torch.linalg's common functions: norms, inverse, determinants, solve, matrix power, Cholesky.
+"""torch.linalg's common functions: norms, inverse, determinants, solve, matrix power, Cholesky,
+and the decompositions (svd, qr, eigh) with what is built on them (pinv, lstsq, matrix_rank, cond).
 
-Every function works on batches of matrices (..., n, n) as PyTorch's does. inv, det, slogdet,
-solve and cholesky are primitives here (LAPACK through the backend, forward beside backward);
-the others are built from them and from Tensor ops.
+Every function works on batches of matrices (..., m, n) as PyTorch's does. inv, det, slogdet,
+solve, cholesky and the factors of svd, qr and eigh are primitives here (LAPACK through the
+backend, forward beside backward); the others are built from them and from Tensor ops.
 
 >>> import lightgrad as torch
 >>> torch.linalg.inv(torch.tensor([[2.0, 0.0], [0.0, 4.0]]))
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections import namedtuple
 from typing import Any
 
@@ -21,10 +23,11 @@ import numpy as np
 
 from . import backend as B
 from .function import Function
-from .tensor import Tensor, _as_tensor, _dim, where
+from .tensor import Tensor, _as_tensor, _dim, return_types, where
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "logdet", "solve",
-           "matrix_power", "cholesky", "cross"]
+           "matrix_power", "cholesky", "cross", "svd", "svdvals", "qr", "eigh", "eigvalsh", "pinv", "lstsq",
+           "matrix_rank", "cond"]
 
 slogdet_result = namedtuple("slogdet_result", ["sign", "logabsdet"])
 
@@ -301,12 +304,14 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[builtins.int, builtins.i
     _floating_input(A, "matrix_norm")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which lightgrad "
-                                  f"does not compute; supported: 'fro', 1, -1, inf, -inf")
-    if ord not in _MATRIX_ORDS:
+    if ord not in _MATRIX_ORDS and ord not in ("nuc", 2, -2):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     d0, d1 = _dim(dim[0], A.ndim), _dim(dim[1], A.ndim)
+    if ord in ("nuc", 2, -2):  # from the singular values of the matrices moved to the last two dims
+        rest = [d for d in range(A.ndim) if d not in (d0, d1)]
+        S = svdvals(A.permute(*rest, d0, d1))
+        out = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
+        return out.unsqueeze(builtins.min(d0, d1)).unsqueeze(builtins.max(d0, d1)) if keepdim else out
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim)
     # 1: the largest column sum (sum over rows d0, then the max over d1); inf: the transpose of that
@@ -331,3 +336,418 @@ def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: builtins.bool = F
         if A.ndim == 2:
             return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
     return vector_norm(A, ord, dim, keepdim, dtype=dtype)
+
+
+# ---- decompositions: SVD, QR, eigh -------------------------------------------------------------
+# Each factor of a decomposition is its own node that shares the one factorization computed up front:
+# the backward of a decomposition is linear in the factors' gradients, so the engine's sum of the
+# nodes' gradients is the whole formula (PyTorch's svd_backward, linalg_qr_backward, eigh's).
+# Under create_graph the node sees its input as a Tensor and refactors it differentiably.
+
+linalg_svd = namedtuple("linalg_svd", ["U", "S", "Vh"])
+svd_result = namedtuple("svd", ["U", "S", "V"])  # type: ignore[name-match]  # torch.return_types.svd
+linalg_qr = namedtuple("linalg_qr", ["Q", "R"])
+qr_result = namedtuple("qr", ["Q", "R"])  # type: ignore[name-match]  # torch.return_types.qr
+linalg_eigh = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+for _kind in (slogdet_result, linalg_svd, svd_result, linalg_qr, qr_result, linalg_eigh, linalg_lstsq):
+    setattr(return_types, _kind.__name__, _kind)  # lightgrad.return_types.linalg_svd, as torch.return_types
+
+
+def _col(v: Any) -> Any:
+    """(..., k) -> (..., k, 1), for arrays and Tensors alike."""
+    return B.reshape(v, tuple(v.shape) + (1,))
+
+
+def _row(v: Any) -> Any:
+    return B.reshape(v, tuple(v.shape[:-1]) + (1, v.shape[-1]))
+
+
+def _dtype(x: Any) -> Any:
+    return x._data.dtype if isinstance(x, Tensor) else x.dtype
+
+
+def _diag_embed(v: Any) -> Any:
+    return B.multiply(_col(v), B.eye(v.shape[-1], dtype=_dtype(v)))
+
+
+def _solve_any(A: Any, b: Any) -> Any:
+    return solve(A, b) if isinstance(A, Tensor) or isinstance(b, Tensor) else B.solve(A, b)
+
+
+def _cat_last(a: Any, b: Any) -> Any:
+    if isinstance(a, Tensor) or isinstance(b, Tensor):
+        from .tensor import cat
+        return cat([_as_tensor(a), _as_tensor(b)], -1)
+    return B.concatenate([a, b], -1)
+
+
+def _svd_grad(U: Any, S: Any, Vh: Any, gU: Any, gS: Any, gVh: Any) -> Any:
+    """PyTorch's svd_backward (real case) for the reduced SVD A = U diag(S) Vh."""
+    if gU is None and gVh is None:
+        return B.matmul(B.multiply(U, _row(gS)), Vh)
+    m, n, k = U.shape[-2], Vh.shape[-1], S.shape[-1]
+    dt = _dtype(U)
+    eye = B.eye(k, dtype=dt)
+    S2 = B.multiply(S, S)
+    E = B.add(B.subtract(_row(S2), _col(S2)), eye)  # S_j^2 - S_i^2 off the diagonal, 1 on it
+    V = _mT(Vh)
+    gA: Any = None
+    if gU is not None:
+        UhgU = B.matmul(_mT(U), gU)
+        gA = B.multiply(B.subtract(UhgU, _mT(UhgU)), _row(S))
+    if gVh is not None:
+        VhgV = B.matmul(Vh, _mT(gVh))
+        term = B.multiply(_col(S), B.subtract(VhgV, _mT(VhgV)))
+        gA = term if gA is None else B.add(gA, term)
+    gA = B.divide(gA, E)
+    if gS is not None:
+        gA = B.add(gA, _diag_embed(gS))
+    if m > k and gU is not None:  # + (I - U U^T) gU S^-1 V^T
+        gA = B.matmul(U, gA)
+        gUSinv = B.divide(gU, _row(S))
+        gA = B.add(gA, B.subtract(gUSinv, B.matmul(U, B.matmul(_mT(U), gUSinv))))
+        return B.matmul(gA, Vh)
+    if n > k and gVh is not None:  # + U S^-1 gV^T (I - V V^T)
+        gA = B.matmul(gA, Vh)
+        SinvgVh = B.divide(gVh, _col(S))
+        gA = B.add(gA, B.subtract(SinvgVh, B.matmul(B.matmul(SinvgVh, V), Vh)))
+        return B.matmul(U, gA)
+    return B.matmul(U, B.matmul(gA, Vh))
+
+
+class SvdFactor(Function):
+    """One factor (0: U, 1: S, 2: Vh) of an SVD computed by the caller; k = min(m, n) columns of it count."""
+
+    def forward(self, A, factors, which):
+        u, s, vh = factors
+        k = s.shape[-1]
+        self.saved = (A, u[..., :, :k], s, vh[..., :k, :])
+        self.which = which
+        return factors[which]
+
+    def backward(self, g):
+        A, U, S, Vh = self.saved
+        if isinstance(A, Tensor):
+            U, S, Vh = svd(A, full_matrices=False)
+        k = S.shape[-1]
+        if self.which == 0:
+            return (_svd_grad(U, S, Vh, g[..., :, :k], None, None),)
+        if self.which == 1:
+            return (_svd_grad(U, S, Vh, None, g, None),)
+        return (_svd_grad(U, S, Vh, None, None, g[..., :k, :]),)
+
+
+def _qr_grad(Q: Any, R: Any, gQ: Any, gR: Any) -> Any:
+    """PyTorch's linalg_qr_backward (real case) for A = Q R, Q (m, k), R (k, n), k = min(m, n)."""
+    m, n = Q.shape[-2], R.shape[-1]
+    if m < n:  # R = [X | Y] with A[:, :m] = Q X and A[:, m:] = Q Y: Y feeds back into gQ
+        X, Y = R[..., :, :m], R[..., :, m:]
+        gY = B.zeros(Y.shape, _dtype(R)) if gR is None else gR[..., :, m:]
+        gX = None if gR is None else gR[..., :, :m]
+        gQY = B.matmul(Q, B.matmul(Y, _mT(gY)))
+        gQ = gQY if gQ is None else B.add(gQ, gQY)
+        return _cat_last(_qr_grad(Q, X, gQ, gX), B.matmul(Q, gY))
+    dt = _dtype(R)
+    M: Any = B.zeros(R.shape[:-2] + (n, n), dt)
+    if gR is not None:
+        M = B.matmul(gR, _mT(R))
+    if gQ is not None:
+        M = B.subtract(M, B.matmul(_mT(Q), gQ))
+    M = B.multiply(M, _mT(B.tril_mask(n, dtype=dt)))  # triu
+    M = B.subtract(B.add(M, _mT(M)), B.multiply(M, B.eye(n, dtype=dt)))  # syminvadj: X + X^T - diag X
+    gA = B.matmul(Q, M)
+    if gQ is not None:
+        gA = B.add(gA, gQ)
+    return _mT(_solve_any(R, _mT(gA)))  # gA R^-T
+
+
+class QrFactor(Function):
+    def forward(self, A, factors, which):
+        self.saved = (A,) + factors
+        self.which = which
+        return factors[which]
+
+    def backward(self, g):
+        A, Q, R = self.saved
+        if isinstance(A, Tensor):
+            Q, R = qr(A)
+        return (_qr_grad(Q, R, g, None) if self.which == 0 else _qr_grad(Q, R, None, g),)
+
+
+def _eigh_grad(L: Any, V: Any, gL: Any, gV: Any) -> Any:
+    """PyTorch's eigh backward: gA = V (diag(gL) + skew(V^T gV) / E) V^T, E_ij = L_j - L_i."""
+    if gV is None:
+        return B.matmul(B.multiply(V, _row(gL)), _mT(V))
+    dt = _dtype(V)
+    n = L.shape[-1]
+    eye = B.eye(n, dtype=dt)
+    VhgV = B.matmul(_mT(V), gV)
+    VhgV = B.multiply(B.subtract(VhgV, _mT(VhgV)), 0.5)
+    E = B.add(B.subtract(_row(L), _col(L)), eye)
+    inner = B.multiply(B.divide(VhgV, E), B.subtract(1.0, eye))
+    if gL is not None:
+        inner = B.add(inner, _diag_embed(gL))
+    return B.matmul(V, B.matmul(inner, _mT(V)))
+
+
+class EighFactor(Function):
+    def forward(self, A, factors, which, uplo):
+        self.saved = (A,) + factors
+        self.which, self.uplo = which, uplo
+        return factors[which]
+
+    def backward(self, g):
+        A, L, V = self.saved
+        if isinstance(A, Tensor):
+            L, V = eigh(A, self.uplo)
+        return (_eigh_grad(L, V, g, None) if self.which == 0 else _eigh_grad(L, V, None, g),)
+
+
+def _matrix_input(A: Any, name: str) -> Tensor:
+    A = _as_tensor(A)
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    _floating_input(A, name)
+    return A
+
+
+def _factors(F: type[Function], A: Tensor, arrays: tuple[Any, ...], count: builtins.int, **kw: Any) -> list[Tensor]:
+    """Tensors of the first ``count`` factors, each a node of F when A requires grad."""
+    if not A.requires_grad:
+        return [Tensor._make(a) for a in arrays[:count]]
+    return [F.apply(A, factors=arrays, which=i, **kw) for i in range(count)]
+
+
+def svd(A: Tensor, full_matrices: builtins.bool = True, *, driver: Any = None) -> linalg_svd:
+    """(U, S, Vh) with A = U diag(S) Vh, S descending: ``U, S, Vh = torch.linalg.svd(A)``.
+
+    With full_matrices=True the gradients of the extra columns of U and rows of Vh are ignored, as in
+    PyTorch (they are any bases of the complements)."""
+    A = _matrix_input(A, "svd")
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+    u, s, vh = B.svd(A._data, full_matrices=full_matrices)
+    return linalg_svd(*_factors(SvdFactor, A, (u, s, vh), 3))
+
+
+def svdvals(A: Tensor, *, driver: Any = None) -> Tensor:
+    """Singular values of each matrix, descending: ``torch.linalg.svdvals(A)``."""
+    A = _matrix_input(A, "svd")
+    if driver is not None:
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+    if not A.requires_grad:
+        return Tensor._make(B.svd(A._data, compute_uv=False))
+    u, s, vh = B.svd(A._data, full_matrices=False)
+    return SvdFactor.apply(A, factors=(u, s, vh), which=1)
+
+
+def _svd_old(input: Tensor, some: builtins.bool = True, compute_uv: builtins.bool = True) -> svd_result:  # noqa: A002
+    """torch.svd: (U, S, V) with A = U diag(S) V^T (reduced unless some=False)."""
+    A = _matrix_input(input, "svd")
+    if not compute_uv:  # PyTorch fills U and V with zeros then
+        m, n = A.shape[-2:]
+        z = A._data.dtype
+        S = svdvals(A)
+        return svd_result(Tensor._make(B.zeros(A.shape[:-2] + (m, m), z)), S,
+                          Tensor._make(B.zeros(A.shape[:-2] + (n, n), z)))
+    U, S, Vh = svd(A, full_matrices=not some)
+    return svd_result(U, S, Vh.mT)
+
+
+_QR_MODES = ("reduced", "complete", "r")
+
+
+def qr(A: Tensor, mode: str = "reduced") -> linalg_qr:
+    """(Q, R) with A = Q R, Q orthonormal columns, R upper-triangular; mode 'reduced', 'complete' or 'r'."""
+    A = _matrix_input(A, "qr")
+    if mode not in _QR_MODES:
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
+                           f"'r', or 'complete'")
+    m, n = A.shape[-2:]
+    if mode == "r":
+        R = Tensor._make(B.qr(A._data, mode="r"))
+        if A.requires_grad:
+            R = _NoGrad.apply(A, out=R._data, msg="The derivative of linalg.qr depends on Q, which is not computed when "
+                              "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
+                              "through linalg.qr.")
+        return linalg_qr(Tensor._make(B.zeros((0,), A._data.dtype)), R)
+    q, r = B.qr(A._data, mode=mode)
+    if mode == "complete" and m > n and A.requires_grad:
+        msg = "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+        return linalg_qr(_NoGrad.apply(A, out=q, msg=msg), _NoGrad.apply(A, out=r, msg=msg))
+    return linalg_qr(*_factors(QrFactor, A, (q, r), 2))
+
+
+class _NoGrad(Function):
+    """An output whose backward is not defined: the backward raises PyTorch's message."""
+
+    def forward(self, A, out, msg):
+        self.msg = msg
+        return out
+
+    def backward(self, g):
+        raise RuntimeError(self.msg)
+
+
+def _qr_old(input: Tensor, some: builtins.bool = True) -> qr_result:  # noqa: A002
+    """torch.qr: (Q, R), reduced unless some=False."""
+    warnings.warn("torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future PyTorch "
+                  "release.\nThe boolean parameter 'some' has been replaced with a string parameter 'mode'.\n"
+                  "Q, R = torch.qr(A, some)\nshould be replaced with\n"
+                  "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')", UserWarning, stacklevel=3)
+    return qr_result(*qr(input, "reduced" if some else "complete"))
+
+
+def _uplo(UPLO: str) -> str:
+    if UPLO not in ("L", "U", "l", "u"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    return UPLO.upper()
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> linalg_eigh:
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from its UPLO triangle."""
+    A = _square(A, "eigh")
+    uplo = _uplo(UPLO)
+    L, V = B.eigh(A._data, UPLO=uplo)
+    return linalg_eigh(*_factors(EighFactor, A, (L, V), 2, uplo=uplo))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
+    """Eigenvalues (ascending) of symmetric A, read from its UPLO triangle."""
+    A = _square(A, "eigh")
+    uplo = _uplo(UPLO)
+    L, V = B.eigh(A._data, UPLO=uplo)
+    return _factors(EighFactor, A, (L, V), 1, uplo=uplo)[0]
+
+
+def _tolerance(S: Tensor, m: builtins.int, n: builtins.int, atol: Any, rtol: Any) -> Tensor:
+    """max(atol, rtol * S_max) per matrix as (..., 1), with PyTorch's default rtol = eps * max(m, n)."""
+    if rtol is None:
+        rtol = np.finfo(S._data.dtype).eps * builtins.max(m, n) if atol is None or _is_zero(atol) else 0.0
+    smax = S.detach().amax(-1, keepdim=True) if S.shape[-1] else S.detach().sum(-1, keepdim=True)
+    tol = smax * _as_tensor(rtol, S).unsqueeze(-1) if isinstance(rtol, Tensor) else smax * rtol
+    if atol is not None:
+        at = _as_tensor(atol, S)
+        tol = tol.maximum(at.unsqueeze(-1) if at.ndim else at)
+    return tol
+
+
+def _is_zero(x: Any) -> builtins.bool:
+    return not isinstance(x, Tensor) and x == 0
+
+
+_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: builtins.bool = False) -> Tensor:
+    """Moore-Penrose pseudo-inverse from the SVD (eigh when hermitian), dropping values <= tolerance."""
+    A = _as_tensor(A)
+    if A.ndim < 2 or A._data.dtype.kind != "f":
+        kind = _SCALAR_NAMES.get(A.dtype.name, A.dtype.name.capitalize())
+        raise RuntimeError(f"linalg.pinv({kind}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions "
+                           f"of float, double, cfloat or cdouble types")
+    m, n = A.shape[-2:]
+    if hermitian:
+        L, V = eigh(A)
+        tol = _tolerance(L.abs(), m, n, atol, rtol)
+        keep = L.abs() > tol
+        Linv = where(keep, 1.0 / where(keep, L, 1.0), 0.0)
+        return (V * Linv.unsqueeze(-2)) @ V.mT
+    U, S, Vh = svd(A, full_matrices=False)
+    tol = _tolerance(S, m, n, atol, rtol)
+    keep = S > tol
+    Sinv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)  # (the inner where keeps 1/0 out of the gradient)
+    return (Vh.mT * Sinv.unsqueeze(-2)) @ U.mT
+
+
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: builtins.bool = False, *, atol: Any = None,
+                rtol: Any = None) -> Tensor:
+    """Number of singular values above max(atol, rtol * S_max) per matrix (int64)."""
+    A = _as_tensor(A)
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    _floating_input(A, "matrix_rank")
+    if tol is not None:  # the old overload: tol is an absolute tolerance
+        atol, rtol = tol, 0.0
+    m, n = A.shape[-2:]
+    A = A.detach()
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    return (S > _tolerance(S, m, n, atol, rtol)).sum(-1)
+
+
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """Condition number ||A||_p ||A^-1||_p; by singular values for p = None, 2, -2 (any shape)."""
+    A = _as_tensor(A)
+    if p not in (None, 2, -2, "fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if p in (None, 2, -2):
+        S = svdvals(_matrix_input(A, "cond"))
+        if not S.shape[-1]:
+            return S.sum(-1)
+        big, small = S[..., 0], S[..., -1]
+        with B.errstate(divide="ignore", invalid="ignore"):  # inf or nan for a singular matrix, as PyTorch
+            return big / small if p != -2 else small / big
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
+                           f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
+    _floating_input(A, "cond")
+    try:
+        Ai = inv(A)
+    except LinAlgError:  # PyTorch gives inf for a singular matrix instead of raising
+        mats = A._data.reshape(-1, *A.shape[-2:])
+        singular = np.array([np.linalg.matrix_rank(x) < x.shape[-1] for x in mats]).reshape(A.shape[:-2])
+        safe = where(Tensor._make(singular).unsqueeze(-1).unsqueeze(-1),
+                     Tensor._make(B.eye(A.shape[-1], dtype=A._data.dtype)), A)
+        out = matrix_norm(safe, p) * matrix_norm(inv(safe), p)
+        # (PyTorch's 'nuc' takes the SVD of a NaN inverse there: NaN; the other orders give inf)
+        return where(Tensor._make(singular), math.nan if p == "nuc" else math.inf, out)
+    return matrix_norm(A, p) * matrix_norm(Ai, p)
+
+
+_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def lstsq(A: Tensor, B_: Tensor, rcond: Any = None, *, driver: Any = None) -> linalg_lstsq:
+    """Least-squares X minimising ||A X - B|| (minimum norm where A is rank-deficient), via the SVD.
+
+    Returns (solution, residuals, rank, singular_values), filled per driver as PyTorch does on CPU:
+    residuals (squared column norms of A X - B) when m > n and every matrix has full rank (not for
+    the default 'gelsy'); rank for all drivers but 'gels'; singular values for 'gelsd' and 'gelss'."""
+    A = _as_tensor(A)
+    b = _as_tensor(B_, A)
+    if driver is None:
+        driver = "gelsy"
+    if driver not in _DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    _floating_input(A, "lstsq")
+    if b.dtype != A.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                           f"input's dtype {A.dtype} and other's dtype {b.dtype}")
+    vector = b.ndim == A.ndim - 1
+    bm = b.unsqueeze(-1) if vector else b
+    if bm.ndim < 2 or bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    m, n = A.shape[-2:]
+    dt = A._data.dtype
+    U, S, Vh = svd(A, full_matrices=False)
+    rtol = np.finfo(dt).eps * builtins.max(m, n) if rcond is None or rcond < 0 else rcond
+    tol = _tolerance(S, m, n, None, rtol)
+    keep = S > tol
+    Sinv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)
+    X = (Vh.mT * Sinv.unsqueeze(-2)) @ (U.mT @ bm)
+    rank = keep.sum(-1)
+    empty = Tensor._make(B.zeros((0,), dt))
+    residuals = empty
+    if driver != "gelsy" and m > n and builtins.bool((rank == n).all()):
+        residuals = ((A @ X - bm) ** 2).sum(-2).detach()
+        if vector:
+            residuals = residuals.squeeze(-1)
+    rank_out = rank if driver != "gels" else Tensor._make(B.zeros((0,), np.int64))
+    svals = S.detach() if driver in ("gelsd", "gelss") else empty
+    return linalg_lstsq(X.squeeze(-1) if vector else X, residuals, rank_out, svals)

@@ -1236,6 +1236,21 @@ class Tensor:
         from .linalg import cholesky
         return cholesky(self, upper=upper)
 
+    def svd(self, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
+        """(U, S, V) with self = U diag(S) V^T (torch.svd's old API: V, not Vh)."""
+        from .linalg import _svd_old
+        return _svd_old(self, some, compute_uv)
+
+    def qr(self, some: builtins.bool = True) -> Any:
+        """(Q, R) with self = Q R, reduced unless some=False."""
+        from .linalg import _qr_old
+        return _qr_old(self, some)
+
+    def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
+        """Pseudo-inverse, dropping singular values <= rcond * the largest."""
+        from .linalg import pinv
+        return pinv(self, rtol=rcond)
+
     # ---- reductions ----------------------------------------------------------------------------
     def sum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Sum over ``dim`` (int, tuple or None for all); integers and bools sum as int64."""
@@ -1338,6 +1353,11 @@ class Tensor:
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
         x = _floating(self)
+        if p == "nuc":  # the sum of singular values of the matrices in the last two dims (or ``dim``)
+            from .linalg import matrix_norm
+            if dim is None and x.ndim != 2:
+                raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, range(x.ndim)))}")
+            return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
         if p in ("fro", 2, 2.0):
             s = (x * x).sum(dim, keepdim)
             # sqrt'(0) is infinite; PyTorch's norm takes the subgradient 0 there

@@ -398,8 +398,8 @@ def test_matrix_norm(ord: Any) -> None:
         _same(lg.linalg.matrix_norm(lg.tensor(x), ord, dim, keepdim),
               torch.linalg.matrix_norm(torch.tensor(x), ord, dim, keepdim), rtol=1e-12)
     _same(lg.linalg.norm(lg.tensor(x[0]), ord), torch.linalg.norm(torch.tensor(x[0]), ord), rtol=1e-12)
-    with pytest.raises(NotImplementedError, match="nuc"):
-        lg.linalg.matrix_norm(lg.tensor(x), "nuc")
+    # (the orders from singular values, 'nuc', 2 and -2, are tested in test_linalg_decomp.py)
+    _same(lg.linalg.matrix_norm(lg.tensor(x), "nuc"), torch.linalg.matrix_norm(torch.tensor(x), "nuc"), rtol=1e-12)
 
 
 def test_linalg_second_derivatives() -> None:
