@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -132,6 +133,13 @@ def backward(tensors: Tensor | Sequence[Tensor], grad_tensors: Any = None,
 
 from .function import CustomFunction as Function  # noqa: E402
 from .function import FunctionCtx  # noqa: E402
+from . import autograd_functional as functional  # noqa: E402
 
-__all__ = ["Function", "FunctionCtx", "backward", "enable_grad", "grad", "inference_mode",
+# `import lightgrad.autograd.functional` (and torch.autograd.functional under the alias): this module
+# is a file, so the submodule is registered under its full name, and an empty __path__ lets the
+# import system look for submodules at all (finding none on disk)
+sys.modules[__name__ + ".functional"] = functional
+__path__: list[str] = []
+
+__all__ = ["Function", "FunctionCtx", "backward", "enable_grad", "functional", "grad", "inference_mode",
            "is_grad_enabled", "no_grad", "set_grad_enabled"]
