@@ -110,7 +110,7 @@ class _Tracer:
     def emit(self, line: Any) -> None:
         self.sink.append(line)
 
-    def inner(self, rec: _Node, part: list[Any], fn: Any, *args: Any) -> Any:  # noqa: D417
+    def inner(self, rec: _Node, part: list[Any], fn: Any, *args: Any) -> Any:
         """``fn(*args)`` (a primitive's forward or backward) with the backend calls it makes
         recorded into ``part`` of the primitive's record, at depth 0 for the time of the call."""
         depth, sink, node = self.depth, self.sink, self.node

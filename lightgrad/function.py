@@ -725,12 +725,22 @@ class Prod(Function):
         # exact when some elements are zero (unlike out / x)
         rest = [i for i in range(x.ndim) if i not in axes]
         perm = rest + list(axes)
-        xt = np.transpose(x, perm)
-        flat = np.reshape(xt, xt.shape[:len(rest)] + (-1,))
-        ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
-        left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
-        right = np.flip(np.cumprod(np.flip(np.concatenate([flat[..., 1:], ones], -1), -1), -1), -1)
-        others = np.transpose(np.reshape(left * right, xt.shape), np.argsort(perm))
+        back = tuple(int(i) for i in np.argsort(perm))
+        if isinstance(x, Tensor):  # create_graph: the same products from Tensor ops, differentiable again
+            from .tensor import cat
+            xt = x.permute(*perm)
+            flat = xt.reshape(tuple(xt.shape[:len(rest)]) + (-1,))
+            ones = Tensor._make(np.ones(tuple(flat.shape[:-1]) + (1,), x._data.dtype))
+            left = cat([ones, flat[..., :-1]], -1).cumprod(-1)
+            right = cat([flat[..., 1:], ones], -1).flip(-1).cumprod(-1).flip(-1)
+            others = (left * right).reshape(xt.shape).permute(*back)
+        else:
+            xt = np.transpose(x, perm)
+            flat = np.reshape(xt, xt.shape[:len(rest)] + (-1,))
+            ones = np.ones(flat.shape[:-1] + (1,), x.dtype)
+            left = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+            right = np.flip(np.cumprod(np.flip(np.concatenate([flat[..., 1:], ones], -1), -1), -1), -1)
+            others = np.transpose(np.reshape(left * right, xt.shape), back)
         return (B.multiply(g, others),)
 
 

@@ -495,3 +495,18 @@ def test_inf_and_nan_results_are_silent_as_in_torch_and_numpy_still_warns() -> N
     assert r.returncode == 0, r.stderr
     assert r.stdout == "numpy\n"
     assert r.stderr.count("RuntimeWarning") == 1 and "divide by zero encountered in log" in r.stderr
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_prod_second_derivative_matches_torch(dim: Any) -> None:
+    x0 = np.array([[1.5, -2.0, 0.5], [0.0, 3.0, 2.0]])  # a zero: the exclusive products, not out / x
+    w = np.arange(6.0).reshape(2, 3)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = x.prod() if dim is None else x.prod(dim).sum()
+        (g,) = T.autograd.grad(y, x, create_graph=True)
+        (g * T.tensor(w)).sum().backward()
+        res.append((g.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
