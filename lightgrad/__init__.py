@@ -181,7 +181,8 @@ def load(f: Any, map_location: Any = None, weights_only: Any = None, **kwargs: A
 def __getattr__(name: str) -> Any:
     # the nn, optim and utils packages load on first use, to keep `import lightgrad` fast
     import importlib
-    if name in ("nn", "optim", "utils", "serialization", "datasets", "distributed", "linalg", "func"):
+    if name in ("nn", "optim", "utils", "serialization", "datasets", "distributed", "linalg", "func",
+                "distributions"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'lightgrad' has no attribute '{name}'")
 

@@ -1,0 +1,69 @@
+"""The exponential distribution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightgrad as lg
+from lightgrad.tensor import Size, Tensor
+
+from . import constraints
+from . import utils as _u
+from .exp_family import ExponentialFamily
+from .utils import _batch_shape_of, _size, broadcast_all
+
+
+class Exponential(ExponentialFamily):
+    """The exponential distribution with rate ``rate``: ``Exponential(torch.tensor([2.0])).mean``."""
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+
+    def __init__(self, rate: Any, validate_args: bool | None = None) -> None:
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Exponential:
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = _size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Exponential, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Tensor:
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self) -> Tensor:
+        return lg.zeros_like(self.rate)
+
+    @property
+    def stddev(self) -> Tensor:
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self) -> Tensor:
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape: Any = Size(())) -> Tensor:
+        u = _u._uniform(self._extended_shape(sample_shape), self.rate.dtype)
+        return -(-u).log1p() / self.rate  # inverse CDF; u < 1 keeps it finite
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - (-self.rate * value).exp()
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return -(-value).log1p() / self.rate
+
+    def entropy(self) -> Tensor:
+        return 1.0 - self.rate.log()
