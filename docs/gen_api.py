@@ -6,7 +6,8 @@ import importlib
 import inspect
 from pathlib import Path
 
-MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.memory", "lightgrad.compiler", "lightgrad.nn", "lightgrad.nn.functional",
+MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.autograd.functional", "lightgrad.func", "lightgrad.linalg",
+           "lightgrad.distributions", "lightgrad.memory", "lightgrad.compiler", "lightgrad.nn", "lightgrad.nn.functional",
            "lightgrad.nn.init", "lightgrad.nn.utils", "lightgrad.optim", "lightgrad.optim.lr_scheduler",
            "lightgrad.utils.data", "lightgrad.datasets", "lightgrad.serialization", "lightgrad.distributed"]
 
