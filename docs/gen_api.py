@@ -51,7 +51,7 @@ def main() -> None:
         if n.startswith("_") or not callable(obj):
             continue
         out.append(f"- `Tensor.{n}{signature(obj)}`: {first_paragraph(obj)}")
-    Path(__file__).with_name("api.md").write_text("\n".join(out) + "\n")
+    Path(__file__).with_name("api.md").write_text("\n".join(line.rstrip() for line in out) + "\n")
 
 
 if __name__ == "__main__":
