@@ -16,7 +16,7 @@ from . import autograd, memory
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .device import (GradScaler, accelerator, amp, autocast, backends, cuda, device,
                      get_default_device, set_default_device)
-from .dtypes import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8,  # noqa: A004
+from .dtypes import (bool_ as bool, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,  # noqa: A004
                      int16, int32, int64, promote_types, set_default_dtype, uint8)
 from .random import (Generator, bernoulli, default_generator, get_rng_state, initial_seed,
                      manual_seed, multinomial, normal, rand, rand_like, randint, randint_like, randn,

@@ -84,6 +84,57 @@ def to_dtype(d: Any) -> dtype:
         raise TypeError(f"expected a lightgrad dtype ({', '.join(x.name for x in ALL)}), got {d!r}") from None
 
 
+class finfo:
+    """Limits of a float dtype, as ``torch.finfo``: ``finfo(lightgrad.float32).eps`` (the default dtype's
+    when no dtype is given)."""
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, type: Any = None) -> None:  # noqa: A002 (PyTorch's name)
+        d = _default_float if type is None else to_dtype(type)
+        if not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'")
+        i = np.finfo(d.np)
+        self.bits, self.dtype = i.bits, d.name
+        self.eps, self.max, self.min = float(i.eps), float(i.max), float(i.min)
+        self.tiny = self.smallest_normal = float(i.smallest_normal)
+        self.resolution = 10.0 ** -i.precision  # (exactly, as PyTorch gives it; NumPy rounds it to the dtype)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("finfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype, as ``torch.iinfo``: ``iinfo(lightgrad.int32).max``."""
+
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, type: Any) -> None:  # noqa: A002 (PyTorch's name)
+        d = to_dtype(type)
+        if d is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if d.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        i = np.iinfo(d.np)
+        self.bits, self.max, self.min, self.dtype = i.bits, int(i.max), int(i.min), d.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self) -> int:
+        return hash(("iinfo", self.dtype))
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
 def from_numpy_dtype(npd: np.dtype) -> dtype:
     """The lightgrad dtype of a NumPy array's dtype (raises for unsupported kinds)."""
     try:

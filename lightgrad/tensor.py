@@ -29,10 +29,27 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 class Size(tuple):
-    """A shape, as ``torch.Size``: a tuple with ``numel()``."""
+    """A shape, as ``torch.Size``: a tuple with ``numel()``; sums, repeats and slices stay Sizes."""
 
     def numel(self) -> builtins.int:
         return math.prod(self)
+
+    def __add__(self, other: Any) -> Any:
+        r = tuple.__add__(self, other)
+        return r if r is NotImplemented else Size(r)
+
+    def __radd__(self, other: Any) -> Any:
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n: Any) -> Any:
+        r = tuple.__mul__(self, n)
+        return r if r is NotImplemented else Size(r)
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, i: Any) -> Any:
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
 
     def __repr__(self) -> str:
         return f"lightgrad.Size({list(self)})"

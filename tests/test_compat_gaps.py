@@ -510,3 +510,35 @@ def test_prod_second_derivative_matches_torch(dim: Any) -> None:
         res.append((g.detach().numpy(), x.grad.numpy()))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12)
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", None])
+def test_finfo_matches_torch(name: Any) -> None:
+    a = lg.finfo(getattr(lg, name)) if name else lg.finfo()
+    b = torch.finfo(getattr(torch, name)) if name else torch.finfo()
+    assert repr(a) == repr(b)
+    for k in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(a, k) == getattr(b, k), k
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name: str) -> None:
+    a, b = lg.iinfo(getattr(lg, name)), torch.iinfo(getattr(torch, name))
+    assert repr(a) == repr(b) and (a.bits, a.max, a.min, a.dtype) == (b.bits, b.max, b.min, b.dtype)
+
+
+@pytest.mark.parametrize("call", [lambda T: T.finfo(T.int32), lambda T: T.iinfo(T.float32), lambda T: T.iinfo(T.bool)])
+def test_finfo_and_iinfo_refuse_other_kinds_as_torch(call: Callable[[Any], Any]) -> None:
+    msgs = []
+    for T in (torch, lg):
+        with pytest.raises(TypeError) as e:
+            call(T)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
+def test_size_arithmetic_and_slices_stay_sizes() -> None:
+    for make in (lambda s: s + (5,), lambda s: (1,) + s, lambda s: s[1:], lambda s: s * 2, lambda s: 2 * s):
+        a, b = make(lg.Size([2, 3, 4])), make(torch.Size([2, 3, 4]))
+        assert type(a) is lg.Size and type(b) is torch.Size and tuple(a) == tuple(b)
+    assert type(lg.Size([2, 3])[0]) is int

@@ -10,19 +10,14 @@ import lightgrad as lg
 from lightgrad import dtypes
 from lightgrad.tensor import Size, Tensor
 
-# machine epsilon and most-negative finite value per float dtype (lightgrad has no ``finfo``)
-_EPS = {dtypes.float16: 0.0009765625, dtypes.float32: 1.1920928955078125e-07,
-        dtypes.float64: 2.220446049250313e-16}
-_MIN = {dtypes.float16: -65504.0, dtypes.float32: -3.4028234663852886e38,
-        dtypes.float64: -1.7976931348623157e308}
-
-
 def _eps(dtype: Any) -> float:
-    return _EPS.get(dtype, _EPS[dtypes.float32])
+    """Machine epsilon of a float dtype (float32's for others)."""
+    return dtypes.finfo(dtype if dtype.is_floating_point else dtypes.float32).eps
 
 
 def _min(dtype: Any) -> float:
-    return _MIN.get(dtype, _MIN[dtypes.float32])
+    """The most negative finite value of a float dtype (float32's for others)."""
+    return dtypes.finfo(dtype if dtype.is_floating_point else dtypes.float32).min
 
 
 def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
