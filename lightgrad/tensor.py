@@ -29,7 +29,7 @@ values_indices = namedtuple("values_indices", ["values", "indices"])
 
 
 class Size(tuple):
-    """A shape, as ``torch.Size``: a tuple with ``numel()``; sums, repeats and slices stay Sizes."""
+    """A shape, as ``torch.Size``: a tuple with ``numel()``; sums and repeats stay Sizes."""
 
     def numel(self) -> builtins.int:
         return math.prod(self)
@@ -46,10 +46,7 @@ class Size(tuple):
         return r if r is NotImplemented else Size(r)
 
     __rmul__ = __mul__
-
-    def __getitem__(self, i: Any) -> Any:
-        r = tuple.__getitem__(self, i)
-        return Size(r) if isinstance(i, slice) else r
+    # (a slice is a plain tuple, unlike torch's: a __getitem__ in Python makes every shape[i] 10x slower)
 
     def __repr__(self) -> str:
         return f"lightgrad.Size({list(self)})"
