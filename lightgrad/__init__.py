@@ -60,7 +60,7 @@ _METHODS = (
     "diagonal diag trace gather take_along_dim scatter scatter_add index_select masked_select "
     "nonzero matmul mm bmm mv dot inner outer ger clone detach numel index_put "
     "sort argsort msort topk kthvalue median nanmedian mode cumprod cummax cummin logcumsumexp nansum nanmean aminmax index_add index_copy index_fill scatter_reduce take put unique unique_consecutive bincount histc"
-    " asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 erfc erfinv lgamma digamma logit xlogy logaddexp logaddexp2 hypot nan_to_num fmax fmin copysign signbit isneginf isposinf positive float_power heaviside sinc deg2rad rad2deg fix addmm addmv addbmm baddbmm addr addcmul addcdiv tile ravel diff kron vdot cross rot90 hsplit vsplit dsplit diag_embed diagflat is_nonzero is_same_size is_signed inverse det logdet slogdet matrix_power cholesky svd qr pinverse"
+    " asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 erfc erfinv lgamma digamma logit xlogy logaddexp logaddexp2 hypot nan_to_num fmax fmin copysign signbit isneginf isposinf positive float_power heaviside sinc deg2rad rad2deg fix addmm addmv addbmm baddbmm addr addcmul addcdiv tile ravel diff kron vdot cross rot90 hsplit vsplit dsplit diag_embed diagflat is_nonzero is_same_size is_signed inverse det logdet slogdet matrix_power cholesky svd qr pinverse triangular_solve matrix_exp lu_solve lu"
     " bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift gcd gcd_ lcm lcm_ ldexp frexp nextafter select select_scatter slice_scatter diagonal_scatter split_with_sizes masked_scatter argwhere renorm dist quantile nanquantile cov corrcoef index_reduce"
 ).split()
 
@@ -164,6 +164,12 @@ def compile(model: Any = None, **kwargs: Any) -> Any:  # noqa: A001
     """
     from .compiler import compile as _compile
     return _compile(model, **kwargs)
+
+
+def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: Any = True, unpack_pivots: Any = True) -> Any:
+    """(P, L, U) from ``torch.linalg.lu_factor``'s packed LU and pivots."""
+    from .linalg import lu_unpack as _lu_unpack
+    return _lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
 
 
 def save(obj: Any, f: Any, **kwargs: Any) -> None:

@@ -751,3 +751,500 @@ def lstsq(A: Tensor, B_: Tensor, rcond: Any = None, *, driver: Any = None) -> li
     rank_out = rank if driver != "gels" else Tensor._make(B.zeros((0,), np.int64))
     svals = S.detach() if driver in ("gelsd", "gelss") else empty
     return linalg_lstsq(X.squeeze(-1) if vector else X, residuals, rank_out, svals)
+
+
+# ---- triangular solve, the _ex variants, LU, and more (linalg extras) ---------------------------------
+
+linalg_solve_triangular_old = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])  # type: ignore[name-match]
+linalg_cholesky_ex = namedtuple("linalg_cholesky_ex", ["L", "info"])
+linalg_inv_ex = namedtuple("linalg_inv_ex", ["inverse", "info"])
+linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
+linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
+linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
+lu_unpack_result = namedtuple("lu_unpack", ["P", "L", "U"])  # type: ignore[name-match]
+for _extra in (linalg_solve_triangular_old, linalg_cholesky_ex, linalg_inv_ex, linalg_solve_ex, linalg_lu_factor,
+              linalg_lu_factor_ex, linalg_lu, lu_unpack_result):
+    setattr(return_types, _extra.__name__, _extra)
+
+__all__ += ["solve_triangular", "cholesky_ex", "inv_ex", "solve_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+            "multi_dot", "vecdot", "matrix_exp", "tensorinv", "tensorsolve", "diagonal"]
+
+
+def _tri_mask(n: builtins.int, dt: Any, upper: builtins.bool, strict: builtins.bool) -> Any:
+    """1 on the (strict when ``strict``) upper or lower triangle of an n x n matrix, 0 elsewhere."""
+    mask = B.tril_mask(n, k=-1 if strict else 0, dtype=dt)
+    return _mT(mask) if upper else mask
+
+
+def _triangle(A: Any, upper: builtins.bool, unit: builtins.bool) -> Any:
+    """The triangle that a triangular solve reads from A (its diagonal taken as 1 when ``unit``)."""
+    n, dt = A.shape[-1], _dtype(A)
+    T = B.multiply(A, _tri_mask(n, dt, upper, unit))
+    return B.add(T, B.eye(n, dtype=dt)) if unit else T
+
+
+class SolveTriangular(Function):
+    saves_out = True
+
+    def forward(self, A, b, upper, unit):
+        self.upper, self.unit = upper, unit
+        out = B.solve_triangular(_triangle(A, upper, unit), b)
+        self.saved = (A, out)
+        return out
+
+    def backward(self, g):
+        A, X = self.saved
+        # T X = b: gb = T^-T g, gA = -gb X^T on the triangle T reads (off the diagonal when unit)
+        if isinstance(A, Tensor):
+            gb = solve_triangular(A.mT, g, upper=not self.upper, unitriangular=self.unit)
+        else:
+            gb = B.solve_triangular(_mT(_triangle(A, self.upper, self.unit)), g)
+        gA = None
+        if self.needs(0):
+            gA = B.multiply(B.negative(B.matmul(gb, _mT(X))),
+                            _tri_mask(A.shape[-1], _dtype(A), self.upper, self.unit))
+        return gA, (gb if self.needs(1) else None)
+
+
+def _broadcast_pair(A: Tensor, b: Tensor, name: str) -> tuple[Tensor, Tensor]:
+    """A (..., n, n) and b (..., n, k) expanded to their common batch shape."""
+    try:
+        batch = B.broadcast_shape(A.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise RuntimeError(f"{name}: the batch dims of A {list(A.shape[:-2])} and B {list(b.shape[:-2])} do not "
+                           f"broadcast") from None
+    Ab = A.expand(batch + A.shape[-2:]) if A.shape[:-2] != batch else A
+    bb = b.expand(batch + b.shape[-2:]) if b.shape[:-2] != batch else b
+    return Ab, bb
+
+
+def solve_triangular(A: Tensor, B_: Tensor, *, upper: builtins.bool, left: builtins.bool = True,
+                     unitriangular: builtins.bool = False) -> Tensor:
+    """X with T X = B for the upper or lower triangle T of A (X T = B when left=False).
+
+    >>> torch.linalg.solve_triangular(torch.tensor([[2.0, 1.0], [0.0, 4.0]]), torch.ones(2, 1), upper=True)
+    tensor([[0.3750],
+            [0.2500]])"""
+    A = _as_tensor(A)
+    b = _as_tensor(B_, A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
+    if b.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
+    if A._data.dtype.kind != "f" or b._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for "
+                                  f"'{_SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'")
+    if b.dtype != A.dtype:  # PyTorch promotes the two
+        wide = A.dtype if A._data.dtype.itemsize >= b._data.dtype.itemsize else b.dtype
+        A, b = A.to(wide), b.to(wide)
+    if not left:  # X T = B is T^T X^T = B^T
+        return solve_triangular(A.mT, b.mT, upper=not upper, unitriangular=unitriangular).mT
+    n = A.shape[-1]
+    if b.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    Ab, bb = _broadcast_pair(A, b, "linalg.solve_triangular")
+    return SolveTriangular.apply(Ab, bb, upper=builtins.bool(upper), unit=builtins.bool(unitriangular))
+
+
+def _triangular_solve_old(input: Tensor, A: Tensor, upper: builtins.bool = True,  # noqa: A002
+                          transpose: builtins.bool = False,
+                          unitriangular: builtins.bool = False) -> linalg_solve_triangular_old:
+    """torch.triangular_solve(b, A): (X, A.clone()) with T X = b, T^T X = b when transpose=True."""
+    A = _as_tensor(A)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are "
+                           f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
+    T = A.mT if transpose else A
+    X = solve_triangular(T, input, upper=upper != builtins.bool(transpose), unitriangular=unitriangular)
+    return linalg_solve_triangular_old(X, A.clone())
+
+
+# ---- the _ex variants: an int32 info per matrix instead of an error ----------------------------------
+
+def _info_tensor(info: Any) -> Tensor:
+    return Tensor._make(np.asarray(info, np.int32))
+
+
+def _cholesky_info(A: np.ndarray) -> np.ndarray:
+    """LAPACK potrf's info per matrix: the order of the first leading minor that is not positive-definite."""
+    mats = A.reshape(-1, *A.shape[-2:])
+    info = np.zeros(mats.shape[0], np.int32)
+    for bi, m in enumerate(mats):
+        try:
+            B.cholesky(m)
+            continue
+        except B.LinAlgError:
+            pass
+        for k in range(1, m.shape[-1] + 1):
+            try:
+                B.cholesky(m[:k, :k])
+            except B.LinAlgError:
+                info[bi] = k
+                break
+    return info.reshape(A.shape[:-2])
+
+
+def cholesky_ex(A: Tensor, *, upper: builtins.bool = False, check_errors: builtins.bool = False) -> linalg_cholesky_ex:
+    """(L, info): Cholesky factor and, per matrix, 0 or the order of the first minor that is not positive-definite.
+
+    Where info != 0 the factor holds NaN (PyTorch leaves a partial factorization) and has no gradient."""
+    A = _square(A, "cholesky")
+    info = _cholesky_info(A._data)
+    if not info.any():
+        return linalg_cholesky_ex(cholesky(A, upper=upper), _info_tensor(info))
+    if check_errors:
+        raise LinAlgError(_not_pd(A._data).replace("linalg.cholesky:", "linalg.cholesky_ex:"))
+    mats = A._data.reshape(-1, *A.shape[-2:])
+    L = np.full(mats.shape, np.nan, A._data.dtype)
+    for i, m in enumerate(mats):
+        if not info.reshape(-1)[i]:
+            L[i] = B.cholesky(m)
+    L = L.reshape(A.shape)
+    return linalg_cholesky_ex(Tensor._make(_mT(L) if upper else L), _info_tensor(info))
+
+
+def _lu_info(A: np.ndarray) -> np.ndarray:
+    return B.lu_factor(A)[2]
+
+
+def _first_bad(info: np.ndarray) -> tuple[str, builtins.int]:
+    """('(Batch element i): ' or '', info) for the first matrix whose info is nonzero."""
+    flat = info.reshape(-1)
+    i = builtins.int(np.flatnonzero(flat)[0])
+    return (f"(Batch element {i}): " if info.ndim else ""), builtins.int(flat[i])
+
+
+def inv_ex(A: Tensor, *, check_errors: builtins.bool = False) -> linalg_inv_ex:
+    """(inverse, info): info is 0, or the 1-based index of the zero diagonal element of U in A = P L U."""
+    A = _square(A, "inv")
+    info = _lu_info(A._data)
+    if not info.any():
+        return linalg_inv_ex(Inv.apply(A), _info_tensor(info))
+    if check_errors:
+        batch, k = _first_bad(info)
+        raise LinAlgError(f"linalg.inv_ex: {batch}The diagonal element {k} is zero, the inversion could not be "
+                          f"completed because the input matrix is singular.")
+    with B.errstate(divide="ignore", invalid="ignore"):
+        X = lu_solve(*lu_factor_ex(A.detach())[:2], _eye_like(A))
+    return linalg_inv_ex(X, _info_tensor(info))
+
+
+def _eye_like(A: Tensor) -> Tensor:
+    return Tensor._make(B.eye(A.shape[-1], dtype=A._data.dtype)).expand(A.shape)
+
+
+def solve_ex(A: Tensor, B_: Tensor, *, left: builtins.bool = True,
+             check_errors: builtins.bool = False) -> linalg_solve_ex:
+    """(result, info) of ``solve``: info is nonzero for a singular matrix instead of an error."""
+    A = _square(A, "solve")
+    info = _lu_info(A._data)
+    if not info.any():
+        return linalg_solve_ex(solve(A, B_, left=left), _info_tensor(info))
+    if check_errors:
+        raise LinAlgError("torch.linalg.solve_ex: The solver failed because the input matrix is singular.")
+    with B.errstate(divide="ignore", invalid="ignore"):
+        LU, piv = lu_factor_ex(A.detach())[:2]
+        b = _as_tensor(B_, A)
+        vector = b.ndim == 1 or (b.ndim == A.ndim - 1 and b.shape == A.shape[:-1])
+        X = lu_solve(LU, piv, b.unsqueeze(-1) if vector else b, left=left)
+    return linalg_solve_ex(X.squeeze(-1) if vector else X, _info_tensor(info))
+
+
+# ---- LU: A = P L U with partial pivoting (LAPACK's getrf in the backend) -----------------------------
+
+def _trsolve(T: Any, X: Any, upper: builtins.bool, unit: builtins.bool = False) -> Any:
+    """T^-1 X for the triangle of T, on arrays, or differentiably when either is a Tensor (create_graph)."""
+    if isinstance(T, Tensor) or isinstance(X, Tensor):
+        return solve_triangular(_as_tensor(T), _as_tensor(X), upper=upper, unitriangular=unit)
+    return B.solve_triangular(_triangle(T, upper, unit), X)
+
+
+def _cat_rows(a: Any, b: Any) -> Any:
+    return _mT(_cat_last(_mT(a), _mT(b)))
+
+
+def _lu_grad(L: Any, U: Any, P: Any, gL: Any, gU: Any) -> Any:
+    """PyTorch's linalg_lu_backward for A = P L U, L (m, k) unit lower, U (k, n) upper, k = min(m, n).
+
+    With L1, U1 the square k x k blocks: phi = tril(L1^T gL1 - gU2 U2^T, -1) + triu(gU1 U1^T - L2^T gL2)
+    and gA = P [L1^-T phi U1^-T, L1^-T gU2] (wide) or P [L1^-T phi U1^-T; gL2 U1^-T] (tall); the extra
+    blocks L2 = B2 U1^-1 and U2 = L1^-1 B2 pass their gradients straight through one solve."""
+    m, n = L.shape[-2], U.shape[-1]
+    k, dt = L.shape[-1], _dtype(L)
+    L1, U1 = L[..., :k, :], U[..., :, :k]
+    lower_part: Any = None  # adjoint of L1^-1 dL1 (strictly lower) and of dU1 U1^-1 (upper)
+    upper_part: Any = None
+    if gL is not None:
+        lower_part = B.matmul(_mT(L1), gL[..., :k, :])
+        if m > k:
+            upper_part = B.negative(B.matmul(_mT(L[..., k:, :]), gL[..., k:, :]))
+    if gU is not None:
+        term = B.matmul(gU[..., :, :k], _mT(U1))
+        upper_part = term if upper_part is None else B.add(upper_part, term)
+        if n > k:
+            term = B.negative(B.matmul(gU[..., :, k:], _mT(U[..., :, k:])))
+            lower_part = term if lower_part is None else B.add(lower_part, term)
+    phi: Any = None
+    if lower_part is not None:
+        phi = B.multiply(lower_part, B.tril_mask(k, k=-1, dtype=dt))
+    if upper_part is not None:
+        term = B.multiply(upper_part, _mT(B.tril_mask(k, dtype=dt)))
+        phi = term if phi is None else B.add(phi, term)
+    if phi is None:
+        phi = B.zeros(tuple(L.shape[:-2]) + (k, k), dt)
+    # L1^-T phi U1^-T, the right solve as the transpose of U1^-1 (.)^T
+    core = _mT(_trsolve(U1, _mT(_trsolve(_mT(L1), phi, upper=True, unit=True)), upper=True))
+    if n > k:
+        extra = _trsolve(_mT(L1), gU[..., :, k:], upper=True, unit=True) if gU is not None else \
+            B.zeros(tuple(L.shape[:-2]) + (k, n - k), dt)
+        core = _cat_last(core, extra)
+    elif m > k:
+        extra = _mT(_trsolve(U1, _mT(gL[..., k:, :]), upper=True)) if gL is not None else \
+            B.zeros(tuple(L.shape[:-2]) + (m - k, k), dt)
+        core = _cat_rows(core, extra)
+    return B.matmul(P, core)
+
+
+class LuFactor(Function):
+    """One output of an LU computed by the caller: which = 1 (L), 2 (U), or 3 (the packed LU)."""
+
+    def forward(self, A, factors, which):
+        self.which = which
+        P, L, U, LU = factors
+        self.saved = (A, P, L, U)
+        return (P, L, U, LU)[which]
+
+    def backward(self, g):
+        A, P, L, U = self.saved
+        if isinstance(A, Tensor):  # create_graph: refactor differentiably (P is a constant)
+            _, L, U = lu(A)
+        if self.which == 1:
+            return (_lu_grad(L, U, P, g, None),)
+        if self.which == 2:
+            return (_lu_grad(L, U, P, None, g),)
+        m, n = g.shape[-2:]  # the packed LU is (L - I) + U: split its gradient between them
+        k, dt = builtins.min(m, n), _dtype(L)
+        gL = B.multiply(g[..., :, :k], B.tril_mask(m, k, k=-1, dtype=dt))
+        gU = B.multiply(g[..., :k, :], _mT(B.tril_mask(n, k, dtype=dt)))
+        return (_lu_grad(L, U, P, gL, gU),)
+
+
+def _lu_input(A: Any, name: str, prefix: str = "linalg") -> Tensor:
+    A = _as_tensor(A)
+    if A.ndim < 2:
+        raise RuntimeError(f"{prefix}.{name}: Expected tensor with 2 or more dimensions. Got size: {list(A.shape)} "
+                           f"instead")
+    if A._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"lu_cpu\" not implemented for '{_SCALAR_NAMES.get(A.dtype.name, A.dtype.name)}'")
+    return A
+
+
+def _unpack(lu_: np.ndarray, piv: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(P, L, U) arrays from a packed LU (..., m, n) and its pivots."""
+    m, n = lu_.shape[-2:]
+    k = builtins.min(m, n)
+    dt = lu_.dtype
+    L = (lu_[..., :, :k] * B.tril_mask(m, k, k=-1, dtype=dt)) + B.eye(m, k, dtype=dt)
+    U = lu_[..., :k, :] * _mT(B.tril_mask(n, k, dtype=dt))
+    return B.lu_permutation(piv, m).astype(dt), L, U
+
+
+def _lu_nodes(A: Tensor, want: tuple[builtins.int, ...]) -> tuple[list[Tensor], np.ndarray, np.ndarray]:
+    """Tensors of the wanted LU outputs (0: P, 1: L, 2: U, 3: packed LU), with the pivots and info."""
+    lu_, piv, info = B.lu_factor(A._data)
+    P, L, U = _unpack(lu_, piv)
+    arrays = (P, L, U, lu_)
+    out = []
+    for w in want:
+        if not A.requires_grad or w == 0:  # (P is piecewise constant: no gradient, as PyTorch)
+            out.append(Tensor._make(arrays[w]))
+        else:
+            out.append(LuFactor.apply(A, factors=arrays, which=w))
+    return out, piv, info
+
+
+def lu_factor_ex(A: Tensor, *, pivot: builtins.bool = True,
+                 check_errors: builtins.bool = False) -> linalg_lu_factor_ex:
+    """(LU, pivots, info): L below the diagonal (unit diagonal implied) and U on and above it, packed in one
+    matrix; pivots are LAPACK's 1-based int32 row swaps; info is 0 or the first zero pivot (1-based)."""
+    A = _lu_input(A, "lu_factor_ex", "torch")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    (LU,), piv, info = _lu_nodes(A, (3,))
+    if check_errors and info.any():
+        batch, k = _first_bad(info)
+        raise RuntimeError(f"torch.linalg.lu_factor_ex: {batch}U[{k},{k}] is zero and using it on lu_solve would "
+                           f"result in a division by zero. If you still want to perform the factorization, consider "
+                           f"calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return linalg_lu_factor_ex(LU, Tensor._make(piv), _info_tensor(info))
+
+
+def lu_factor(A: Tensor, *, pivot: builtins.bool = True) -> linalg_lu_factor:
+    """(LU, pivots) of A = P L U, packed as LAPACK's getrf; raises for a singular A (use lu_factor_ex).
+
+    >>> LU, pivots = torch.linalg.lu_factor(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))"""
+    A = _lu_input(A, "lu_factor", "torch")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    (LU,), piv, info = _lu_nodes(A, (3,))
+    if info.any():
+        batch, k = _first_bad(info)
+        raise RuntimeError(f"torch.linalg.lu_factor: {batch}U[{k},{k}] is zero and using it on lu_solve would "
+                           f"result in a division by zero. If you still want to perform the factorization, consider "
+                           f"calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+    return linalg_lu_factor(LU, Tensor._make(piv))
+
+
+def lu(A: Tensor, *, pivot: builtins.bool = True) -> linalg_lu:
+    """(P, L, U) with A = P L U: P a permutation, L unit lower-triangular (m x k), U upper (k x n)."""
+    A = _lu_input(A, "lu")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    (P, L, U), _, _ = _lu_nodes(A, (0, 1, 2))
+    return linalg_lu(P, L, U)
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: builtins.bool = True,
+              unpack_pivots: builtins.bool = True) -> lu_unpack_result:
+    """torch.lu_unpack: (P, L, U) from the packed LU and pivots of ``lu_factor`` (differentiable in LU)."""
+    LU = _as_tensor(LU_data)
+    piv = _as_tensor(LU_pivots)
+    m, n = LU.shape[-2:]
+    k = builtins.min(m, n)
+    empty = Tensor._make(B.zeros((0,), LU._data.dtype))
+    L = U = P = empty
+    if unpack_data:
+        L = LU[..., :, :k].tril(-1) + Tensor._make(B.eye(m, k, dtype=LU._data.dtype))
+        U = LU[..., :k, :].triu()
+    if unpack_pivots:
+        P = Tensor._make(B.lu_permutation(piv._data, m).astype(LU._data.dtype))
+    return lu_unpack_result(P, L, U)
+
+
+def lu_solve(LU: Tensor, pivots: Tensor, B_: Tensor, *, left: builtins.bool = True,
+             adjoint: builtins.bool = False) -> Tensor:
+    """X with A X = B given ``LU, pivots = lu_factor(A)`` (X A = B when left=False, A^T for adjoint=True).
+
+    Built from two triangular solves, so it differentiates in both B and LU."""
+    LU = _as_tensor(LU)
+    b = _as_tensor(B_, LU)
+    if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lu_solve: A must be batches of square matrices, but they are "
+                           f"{LU.shape[-2] if LU.ndim > 1 else 1} by {LU.shape[-1] if LU.ndim else 1} matrices")
+    if b.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
+    n = LU.shape[-1]
+    if b.shape[-2 if left else -1] != n:
+        eq, shp = ("AX = B", f"{b.shape[-2]}x{b.shape[-1]}") if left else ("XA = B", f"{b.shape[-2]}x{b.shape[-1]}")
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {eq} ({n}x{n} and "
+                           f"{shp})")
+    if not left:  # X A = B is A^T X^T = B^T
+        return lu_solve(LU, pivots, b.mT, adjoint=not adjoint).mT
+    P, _, _ = lu_unpack(LU.detach(), pivots, unpack_data=False)
+    if adjoint:  # A^T X = B with A = P L U: X = P L^-T U^-T B
+        Y = solve_triangular(LU.mT, b, upper=False)  # U^T is the lower triangle of LU^T
+        return P @ solve_triangular(LU.mT, Y, upper=True, unitriangular=True)
+    Y = solve_triangular(LU, P.mT @ b, upper=False, unitriangular=True)
+    return solve_triangular(LU, Y, upper=True)
+
+
+# ---- products, exponential, tensor inverse and solve (composites) ---------------------------------------
+
+def multi_dot(tensors: Any) -> Tensor:
+    """A @ B @ ... of a list of matrices; the first may be a row vector and the last a column (1-D)."""
+    ts = [_as_tensor(t) for t in tensors]
+    if len(ts) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(ts)}")
+    if ts[0].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {ts[0].ndim}D")
+    if ts[-1].ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {ts[-1].ndim}D")
+    for i, t in enumerate(ts[1:-1], 1):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    first_vec, last_vec = ts[0].ndim == 1, ts[-1].ndim == 1
+    mats = [ts[0].unsqueeze(0) if first_vec else ts[0]] + ts[1:-1] + [ts[-1].unsqueeze(-1) if last_vec else ts[-1]]
+    for i in range(len(mats) - 1):
+        if mats[i].shape[-1] != mats[i + 1].shape[-2]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes {list(ts[i].shape)} and "
+                               f"{list(ts[i + 1].shape)} cannot be multiplied")
+    out = mats[0]
+    for m in mats[1:]:
+        out = out @ m
+    if last_vec:
+        out = out.squeeze(-1)
+    return out.squeeze(0) if first_vec else out
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: builtins.int = -1) -> Tensor:
+    """Dot product of x and y along ``dim``, broadcasting the other dims: ``(x * y).sum(dim)``."""
+    x, y = _as_tensor(x), _as_tensor(y)
+    if x.shape[dim] != y.shape[dim]:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same size along dim {dim}, but got "
+                           f"{x.shape[dim]} and {y.shape[dim]}")
+    return (x * y).sum(dim)
+
+
+_EXP_TERMS = 18  # Taylor terms after scaling to ||A|| <= 1/2: 0.5^19 / 19! is far below float64's eps
+
+
+def matrix_exp(A: Tensor) -> Tensor:
+    """exp(A) = I + A + A^2/2! + ... by scaling and squaring of a Taylor polynomial (Tensor ops, so it
+    differentiates itself).
+
+    >>> torch.linalg.matrix_exp(torch.zeros(2, 2))
+    tensor([[1., 0.],
+            [0., 1.]])"""
+    A = _square(A, "matrix_exp")
+    n = A.shape[-1]
+    eye = Tensor._make(B.eye(n, dtype=A._data.dtype))
+    if n == 0 or A.numel() == 0:
+        return A.clone()
+    norm1 = builtins.float(np.max(np.sum(np.abs(A._data), axis=-2))) if A.numel() else 0.0
+    if not math.isfinite(norm1):
+        s = 0
+    else:
+        s = builtins.max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
+    X = A * (2.0 ** -s) if s else A
+    # Horner: I + X (I + X/2 (I + X/3 (...)))
+    out = eye + X / _EXP_TERMS
+    for k in range(_EXP_TERMS - 1, 0, -1):
+        out = eye + (X @ out) / k
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+def tensorinv(A: Tensor, ind: builtins.int = 2) -> Tensor:
+    """The tensor X with tensordot(A, X, ind) = I: inv of A seen as a (prod(shape[:ind]), rest) matrix."""
+    A = _as_tensor(A)
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           f"prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
+
+
+def tensorsolve(A: Tensor, B_: Tensor, dims: Any = None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B; ``dims`` of A are moved to the end first."""
+    A = _as_tensor(A)
+    b = _as_tensor(B_, A)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    rest = A.shape[b.ndim:]
+    rows, cols = math.prod(A.shape[:b.ndim]), math.prod(rest)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    return solve(A.reshape(rows, cols), b.reshape(rows)).reshape(*rest)
+
+
+def diagonal(A: Tensor, *, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
+    """The diagonal of each matrix (over dims dim1, dim2): ``A.diagonal(offset, dim1, dim2)``."""
+    return _as_tensor(A).diagonal(offset, dim1, dim2)

@@ -1260,6 +1260,28 @@ class Tensor:
         from .linalg import _qr_old
         return _qr_old(self, some)
 
+    def triangular_solve(self, A: Any, upper: builtins.bool = True, transpose: builtins.bool = False,
+                         unitriangular: builtins.bool = False) -> Any:
+        """(X, A.clone()) with T X = self for the triangle T of A (torch.triangular_solve)."""
+        from .linalg import _triangular_solve_old
+        return _triangular_solve_old(self, A, upper, transpose, unitriangular)
+
+    def matrix_exp(self) -> Tensor:
+        """exp of each square matrix: ``torch.linalg.matrix_exp(self)``."""
+        from .linalg import matrix_exp
+        return matrix_exp(self)
+
+    def lu_solve(self, LU_data: Any, LU_pivots: Any) -> Tensor:
+        """X with A X = self given ``LU_data, LU_pivots = torch.linalg.lu_factor(A)`` (torch.lu_solve)."""
+        from .linalg import lu_solve
+        return lu_solve(LU_data, LU_pivots, self)
+
+    def lu(self, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
+        """(LU, pivots[, infos]) of self (torch.lu): ``torch.linalg.lu_factor_ex``'s outputs."""
+        from .linalg import lu_factor_ex
+        LU, piv, info = lu_factor_ex(self, pivot=pivot)
+        return (LU, piv, info) if get_infos else (LU, piv)
+
     def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
         """Pseudo-inverse, dropping singular values <= rcond * the largest."""
         from .linalg import pinv
