@@ -60,7 +60,7 @@ _METHODS = (
     "diagonal diag trace gather take_along_dim scatter scatter_add index_select masked_select "
     "nonzero matmul mm bmm mv dot inner outer ger clone detach numel index_put "
     "sort argsort msort topk kthvalue median nanmedian mode cumprod cummax cummin logcumsumexp nansum nanmean aminmax index_add index_copy index_fill scatter_reduce take put unique unique_consecutive bincount histc"
-    " asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 erfc erfinv lgamma digamma logit xlogy logaddexp logaddexp2 hypot nan_to_num fmax fmin copysign signbit isneginf isposinf positive float_power heaviside sinc deg2rad rad2deg fix addmm addmv addbmm baddbmm addr addcmul addcdiv tile ravel diff kron vdot cross rot90 hsplit vsplit dsplit diag_embed diagflat is_nonzero is_same_size is_signed inverse det logdet slogdet matrix_power cholesky svd qr pinverse triangular_solve matrix_exp lu_solve lu"
+    " asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh atan2 arctan2 erfc erfinv lgamma digamma logit xlogy logaddexp logaddexp2 hypot nan_to_num fmax fmin copysign signbit isneginf isposinf positive float_power heaviside sinc deg2rad rad2deg fix addmm addmv addbmm baddbmm addr addcmul addcdiv tile ravel diff kron vdot cross rot90 hsplit vsplit dsplit diag_embed diagflat is_nonzero is_same_size is_signed inverse det logdet slogdet matrix_power cholesky svd qr pinverse triangular_solve matrix_exp lu_solve lu cholesky_solve cholesky_inverse adjoint narrow_copy hardshrink prelu"
     " bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift gcd gcd_ lcm lcm_ ldexp frexp nextafter select select_scatter slice_scatter diagonal_scatter split_with_sizes masked_scatter argwhere renorm dist quantile nanquantile cov corrcoef index_reduce"
 ).split()
 
@@ -127,6 +127,24 @@ def vstack(tensors: Any) -> Tensor:
 
 def dstack(tensors: Any) -> Tensor:
     return stack(tensors, -1) if tensors[0].ndim < 3 else cat(tensors, 2)
+
+
+def combinations(input: Tensor, r: builtins.int = 2, with_replacement: builtins.bool = False) -> Tensor:  # noqa: A002
+    """The length-r combinations of a 1-D tensor's entries, one per row (differentiable).
+
+    >>> lightgrad.combinations(lightgrad.tensor([1, 2, 3])).tolist()
+    [[1, 2], [1, 3], [2, 3]]
+    """
+    import itertools
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows or r == 0:
+        return input[tensor([], dtype=int64)].reshape(0, r) if r else input[:0]
+    return input[tensor(rows)]
 
 
 def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:

@@ -1250,6 +1250,38 @@ class Tensor:
         from .linalg import cholesky
         return cholesky(self, upper=upper)
 
+    def cholesky_solve(self, input2: Tensor, upper: builtins.bool = False) -> Tensor:
+        """X with A X = self, A = L L^T given its Cholesky factor L (or U^T U with ``upper``)."""
+        from .linalg import solve_triangular
+        if upper:
+            return solve_triangular(input2, solve_triangular(input2.mT, self, upper=False), upper=True)
+        return solve_triangular(input2.mT, solve_triangular(input2, self, upper=False), upper=True)
+
+    def cholesky_inverse(self, upper: builtins.bool = False) -> Tensor:
+        """The inverse of A = L L^T (or U^T U with ``upper``) from its Cholesky factor."""
+        return eye(self.shape[-1], dtype=self.dtype).expand(self.shape).cholesky_solve(self, upper)
+
+    def adjoint(self) -> Tensor:
+        """The conjugate transpose of the last two dims (the transpose: no complex tensors here)."""
+        return self.mT
+
+    def get_device(self) -> builtins.int:
+        return -1  # (PyTorch's answer for a CPU tensor)
+
+    def is_inference(self) -> builtins.bool:
+        return False
+
+    def narrow_copy(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        return self.narrow(dim, start, length).clone()
+
+    def hardshrink(self, lambd: builtins.float = 0.5) -> Tensor:
+        from .nn.functional import hardshrink
+        return hardshrink(self, lambd)
+
+    def prelu(self, weight: Tensor) -> Tensor:
+        from .nn.functional import prelu
+        return prelu(self, weight)
+
     def svd(self, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
         """(U, S, V) with self = U diag(S) V^T (torch.svd's old API: V, not Vh)."""
         from .linalg import _svd_old

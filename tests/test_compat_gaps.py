@@ -542,3 +542,37 @@ def test_size_arithmetic_stays_a_size() -> None:
         a, b = make(lg.Size([2, 3, 4])), make(torch.Size([2, 3, 4]))
         assert type(a) is lg.Size and type(b) is torch.Size and tuple(a) == tuple(b)
     assert type(lg.Size([2, 3])[0]) is int
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_and_inverse_match_torch(upper: bool) -> None:
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((2, 4, 4))
+    a0 = m @ m.transpose(0, 2, 1) + 4 * np.eye(4)
+    b0 = rng.standard_normal((2, 4, 3))
+    res = []
+    for T in (torch, lg):
+        a, b = T.tensor(a0, requires_grad=True), T.tensor(b0, requires_grad=True)
+        f = T.linalg.cholesky(a, upper=upper)
+        x = T.cholesky_solve(b, f, upper=upper)
+        inv = f.cholesky_inverse(upper=upper)
+        (x.sum() + (inv * inv).sum()).backward()
+        res.append([x.detach().numpy(), inv.detach().numpy(), a.grad.numpy(), b.grad.numpy()])
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_small_tensor_methods_match_torch() -> None:
+    x0 = np.arange(12.0).reshape(3, 4) - 5
+    for name, f in [("adjoint", lambda T, x: x.adjoint()), ("narrow_copy", lambda T, x: x.narrow_copy(1, 1, 2)),
+                    ("hardshrink", lambda T, x: x.hardshrink(2.5)),
+                    ("prelu", lambda T, x: x.prelu(T.tensor([0.25], dtype=x.dtype))),
+                    ("combinations", lambda T, x: T.combinations(x[0], 3)),
+                    ("combinations_repl", lambda T, x: T.combinations(x[1], 2, with_replacement=True)),
+                    ("combinations_empty", lambda T, x: T.combinations(x[0, :2], 3))]:
+        out = [f(T, T.tensor(x0)) for T in (torch, lg)]
+        assert tuple(out[1].shape) == tuple(out[0].shape), name
+        np.testing.assert_array_equal(out[1].numpy(), out[0].numpy(), err_msg=name)
+    assert lg.ones(2).get_device() == torch.ones(2).get_device() and not lg.ones(1).is_inference()
+    with pytest.raises(RuntimeError, match="Expect a 1D vector"):
+        lg.combinations(lg.ones(2, 2))
