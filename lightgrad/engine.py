@@ -21,11 +21,35 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
           "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+def _holds(saved: Any, p: Tensor) -> bool:
+    """Whether a node saved p's array, or one p had before an in-place view op (``unsqueeze_``
+    gives p a new view of the same memory: ``_was`` keeps the old ones)."""
+    arr = p._data
+    was = p.__dict__.get("_was", ())
+    return any(s is arr or any(s is w for w in was) for s in saved) if was else any(s is arr for s in saved)
+
+
+def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return len(a) <= len(b) and all(x == y or x == 1 for x, y in zip(reversed(a), reversed(b)))
+
+
+def _shape_at_use(p: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape p had when the node whose gradient has ``shape`` used it: p's own, or, after an
+    in-place view op changed it (``unsqueeze_``), the latest earlier one the gradient broadcasts from."""
+    now = p._data.shape
+    was = p.__dict__.get("_was")
+    if was and not _broadcasts(now, shape):
+        for w in reversed(was):
+            if _broadcasts(w.shape, shape):
+                return w.shape
+    return now
+
+
 def _check_versions(node: Function) -> None:
     """Refuse a backward whose saved inputs or output were modified in place after the forward."""
     saved = node.saved
     for i, p in enumerate(node.parents):
-        if isinstance(p, Tensor) and p._version[1] > node.stamp and any(s is p._data for s in saved):
+        if isinstance(p, Tensor) and p._version[1] > node.stamp and _holds(saved, p):
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: [{p.dtype.name} {list(p.shape)}], which is input {i} of {node.name()}, is at "
@@ -175,7 +199,7 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                 if e is None or pg is None:
                     continue
                 if pg.shape != p._data.shape:
-                    pg = unbroadcast(pg, p._data.shape)
+                    pg = unbroadcast(pg, _shape_at_use(p, pg.shape))
                 if not isinstance(e, Function):  # a leaf
                     if type(pg) is SliceGrad:
                         pg = pg.dense()

@@ -2735,6 +2735,40 @@ class Tensor:
     ger = outer
 
     # ---- in-place ------------------------------------------------------------------------------
+    def _view_(self, make: Any) -> Tensor:
+        """An in-place view op (``unsqueeze_``, ``t_``, ...): self becomes ``make``'s view of itself and,
+        in a graph, takes its node, whose parent keeps self's old shape (what backward reduces to)."""
+        graph = _enabled.get() and self.requires_grad
+        if graph and self._grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        old = Tensor._make(self._data)
+        old.requires_grad, old._grad_fn, old._version = self.requires_grad, self._grad_fn, self._version
+        r = make(old)
+        self.__dict__["_was"] = (*self.__dict__.get("_was", ()), self._data)  # (saved as it was: engine._holds)
+        self._data = r._data
+        if graph:
+            self._grad_fn = r._grad_fn
+        self.__dict__.pop("_view", None)  # (its link to a base describes the old shape)
+        _STAMP[0] += 1
+        v = self._version
+        v[0] += 1
+        v[1] = _STAMP[0]
+        return self
+
+    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+        return self._view_(lambda t: t.unsqueeze(dim))
+
+    def squeeze_(self, dim: Any = None) -> Tensor:
+        return self._view_(lambda t: t.squeeze() if dim is None else t.squeeze(dim))
+
+    def t_(self) -> Tensor:
+        return self._view_(lambda t: t.t())
+
+    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        return self._view_(lambda t: t.transpose(dim0, dim1))
+
+    swapaxes_ = swapdims_ = transpose_
+
     def _inplace(self, compute: Any, *others: Any) -> Tensor:
         """Run ``compute(self)`` and store the result in self's storage, as PyTorch's in-place ops:
         the tensor takes the result's place in the graph and its version counter is bumped."""

@@ -576,3 +576,57 @@ def test_small_tensor_methods_match_torch() -> None:
     assert lg.ones(2).get_device() == torch.ones(2).get_device() and not lg.ones(1).is_inference()
     with pytest.raises(RuntimeError, match="Expect a 1D vector"):
         lg.combinations(lg.ones(2, 2))
+
+
+_VIEW_OPS = [("unsqueeze_", lambda t: t.unsqueeze_(1)), ("squeeze_", lambda t: t.squeeze_()),
+             ("squeeze_dim", lambda t: t.squeeze_(0)), ("t_", lambda t: t.t_()),
+             ("transpose_", lambda t: t.transpose_(0, 1)), ("swapdims_", lambda t: t.swapdims_(1, 0))]
+
+
+@pytest.mark.parametrize("name,op", _VIEW_OPS)
+def test_in_place_view_ops_match_torch(name: str, op: Callable[[Any], Any]) -> None:
+    x0 = np.arange(6.0).reshape(1, 2, 3)[0] if name != "squeeze_dim" else np.arange(6.0).reshape(1, 6)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = x * 2
+        count = (lambda t: t._version) if T is torch else (lambda t: t._version[0])  # (lightgrad's: [count, stamp])
+        v0 = count(y)
+        r = op(y)
+        assert r is y and count(y) == v0 + 1
+        w = T.tensor(np.arange(float(np.prod(tuple(y.shape)))).reshape(tuple(y.shape)))
+        (y * w).sum().backward()
+        res.append((tuple(y.shape), y.detach().numpy(), x.grad.numpy()))
+        plain = T.tensor(x0)
+        assert op(plain) is plain and tuple(plain.shape) == tuple(y.shape)
+        leaf = T.tensor(x0, requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            op(leaf)
+    assert res[1][0] == res[0][0]
+    np.testing.assert_array_equal(res[1][1], res[0][1])
+    np.testing.assert_array_equal(res[1][2], res[0][2])
+
+
+def test_in_place_view_op_after_a_save_is_refused_as_torch() -> None:
+    for T in (torch, lg):
+        x = T.ones(2, 3, requires_grad=True)
+        y = x * 2
+        z = (y * y).sum()  # saves y
+        y.unsqueeze_(0)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            z.backward()
+
+
+@pytest.mark.parametrize("name,op", _VIEW_OPS)
+def test_uses_before_and_after_an_in_place_view_op_get_torch_gradients(name: str, op: Callable[[Any], Any]) -> None:
+    x0 = np.arange(6.0).reshape(2, 3) / 10 if name != "squeeze_dim" else np.arange(6.0).reshape(1, 6) / 10
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = x * 2
+        before = (y.exp() * T.tensor(np.arange(6.0).reshape(x0.shape))).sum()  # exp saves its output, not y
+        op(y)
+        after = (y * T.tensor(np.arange(6.0).reshape(tuple(y.shape)))).sum()
+        (before + after).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12)
