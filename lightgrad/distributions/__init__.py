@@ -8,20 +8,27 @@
 lightgrad.Size([2])
 """
 
-from . import constraints
+from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .cauchy import Cauchy
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gumbel import Gumbel
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
+from .transforms import AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform, TanhTransform, Transform
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily", "Independent",
-           "Laplace", "MultivariateNormal", "Normal", "OneHotCategorical", "Uniform", "constraints",
-           "kl_divergence", "register_kl"]
+__all__ = ["AffineTransform", "Bernoulli", "Categorical", "Cauchy", "ComposeTransform", "Distribution", "ExpTransform",
+           "Exponential", "ExponentialFamily", "Gumbel", "Independent", "Laplace", "LogNormal", "MultivariateNormal",
+           "Normal", "OneHotCategorical", "Poisson", "SigmoidTransform", "TanhTransform", "Transform",
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl", "transforms"]

@@ -1,0 +1,66 @@
+"""The Cauchy (Lorentz) distribution."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightgrad as lg
+from lightgrad.tensor import Size, Tensor
+
+from . import constraints
+from . import utils as _u
+from .distribution import Distribution
+from .utils import _batch_shape_of, _size, broadcast_all
+
+
+class Cauchy(Distribution):
+    """The Cauchy distribution: ``Cauchy(torch.tensor([0.0]), torch.tensor([1.0])).sample()``."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Cauchy:
+        new = self._get_checked_instance(Cauchy, _instance)
+        batch_shape = _size(batch_shape)
+        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
+        super(Cauchy, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new  # type: ignore[no-any-return]
+
+    @property
+    def mean(self) -> Tensor:
+        return lg.full(tuple(self._extended_shape()), math.nan, dtype=self.loc.dtype)  # (undefined)
+
+    @property
+    def mode(self) -> Tensor:
+        return self.loc
+
+    @property
+    def variance(self) -> Tensor:
+        return lg.full(tuple(self._extended_shape()), math.inf, dtype=self.loc.dtype)
+
+    def rsample(self, sample_shape: Any = Size(())) -> Tensor:
+        u = _u._uniform(self._extended_shape(sample_shape), self.loc.dtype)
+        return self.loc + (math.pi * (u - 0.5)).tan() * self.scale  # inverse CDF
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return -math.log(math.pi) - self.scale.log() - ((value - self.loc) / self.scale).pow(2).log1p()
+
+    def cdf(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        return ((value - self.loc) / self.scale).atan() / math.pi + 0.5
+
+    def icdf(self, value: Tensor) -> Tensor:
+        return (math.pi * (value - 0.5)).tan() * self.scale + self.loc
+
+    def entropy(self) -> Tensor:
+        return math.log(4 * math.pi) + self.scale.log()

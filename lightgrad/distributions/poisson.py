@@ -1,0 +1,56 @@
+"""The Poisson distribution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightgrad as lg
+from lightgrad import random as _random
+from lightgrad.tensor import Size, Tensor
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import _batch_shape_of, _size, broadcast_all
+
+
+class Poisson(ExponentialFamily):
+    """Counts with mean ``rate``: ``Poisson(torch.tensor([4.0])).sample()``."""
+
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
+
+    def __init__(self, rate: Any, validate_args: bool | None = None) -> None:
+        (self.rate,) = broadcast_all(rate)
+        super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Poisson:
+        new = self._get_checked_instance(Poisson, _instance)
+        batch_shape = _size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Poisson, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new  # type: ignore[no-any-return]
+
+    @property
+    def mean(self) -> Tensor:
+        return self.rate
+
+    @property
+    def mode(self) -> Tensor:
+        return self.rate.floor()
+
+    @property
+    def variance(self) -> Tensor:
+        return self.rate
+
+    def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        shape = tuple(self._extended_shape(sample_shape))
+        rate = self.rate.detach().expand(shape).numpy()
+        # drawn from lightgrad's seeded generator (torch.manual_seed's counterpart), as floats like torch
+        return lg.tensor(_random._gen(None).poisson(rate), dtype=self.rate.dtype)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        if self._validate_args:
+            self._validate_sample(value)
+        rate, value = broadcast_all(self.rate, value)
+        return value.xlogy(rate) - rate - (value + 1).lgamma()
