@@ -630,3 +630,17 @@ def test_uses_before_and_after_an_in_place_view_op_get_torch_gradients(name: str
         (before + after).backward()
         res.append(x.grad.numpy())
     np.testing.assert_allclose(res[1], res[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0)])
+def test_softplus_values_and_gradients_match_torch_at_zero_and_the_threshold(beta: float, threshold: float) -> None:
+    x0 = np.array([-30.0, -1.0, 0.0, 1e-3, 2.0, 2.4, 2.6, 10.0, 40.0])  # (not at the threshold itself)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = T.nn.functional.softplus(x, beta, threshold)
+        (g,) = T.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+        res.append((y.detach().numpy(), g.detach().numpy(), x.grad.numpy()))
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)

@@ -120,8 +120,9 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
     bx = input * beta if beta != 1 else input
-    # relu(z) + log1p(exp(-|z|)) is log(1 + exp(z)) without overflow
-    soft = bx.relu() + (-bx.abs()).exp().log1p()
+    # as PyTorch computes it (its gradient at 0 is sigmoid(0) = 1/2); exp of at most the threshold
+    # does not overflow, and where it is above, x itself is taken
+    soft = bx.clamp(max=threshold).exp().log1p()
     if beta != 1:
         soft = soft / beta
     return where(bx > threshold, input, soft)
