@@ -131,6 +131,20 @@ def _single_scalar(out: Any, fn_name: str) -> Tensor:
     return out
 
 
+def _vectors(v: Any, like: tuple[Any, ...], is_tuple: bool, create_graph: bool, fn_name: str,
+             what: str) -> tuple[Any, ...] | None:
+    """The vectors ``v`` as a checked tuple matching ``like``; None (for a single one-element ``like``) when
+    ``v`` is None, as PyTorch allows."""
+    if v is not None:
+        _, vs = _as_tuple(v, "v", fn_name)
+        vs = _preprocess(vs, create_graph, False)
+        _validate_v(vs, like, is_tuple)
+        return vs
+    if len(like) != 1 or like[0].numel() != 1:
+        raise RuntimeError(f"The vector v can only be None if {what} a single Tensor with a single element.")
+    return None
+
+
 def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool = False,
         strict: bool = False) -> tuple[Any, Any]:
     """``(func(inputs), v^T J)``.
@@ -143,15 +157,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         ins = _preprocess(ins, create_graph, True)
         is_outputs_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", "vjp")
         _check_requires_grad(outs, "outputs", strict)
-        if v is not None:
-            _, vs = _as_tuple(v, "v", "vjp")
-            vs = _preprocess(vs, create_graph, False)
-            _validate_v(vs, outs, is_outputs_tuple)
-        else:
-            if len(outs) != 1 or outs[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the user-provided function returns a single "
-                                   "Tensor with a single element.")
-            vs = None
+        vs = _vectors(v, outs, is_outputs_tuple, create_graph, "vjp", "the user-provided function returns")
         res = _fill_zeros(_grad(outs, ins, vs, create_graph), ins, strict, create_graph, "back")
     return (_tuple_post(_postprocess(outs, create_graph), is_outputs_tuple),
             _tuple_post(_postprocess(res, create_graph), is_inputs_tuple))
@@ -167,15 +173,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", "jvp")
         ins = _preprocess(ins, create_graph, True)
-        if v is not None:
-            _, vs = _as_tuple(v, "v", "jvp")
-            vs = _preprocess(vs, create_graph, False)
-            _validate_v(vs, ins, is_inputs_tuple)
-        else:
-            if len(ins) != 1 or ins[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            vs = None
+        vs = _vectors(v, ins, is_inputs_tuple, create_graph, "jvp", "the input to the user-provided function is")
         is_outputs_tuple, outs = _as_tuple(func(*ins), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outs, "outputs", strict)
         # J^T u is linear in the dummy u; its vjp with v is J v
@@ -266,15 +264,7 @@ def _hvp_common(func: Callable[..., Any], inputs: Any, v: Any, create_graph: boo
     with enable_grad():
         is_inputs_tuple, ins = _as_tuple(inputs, "inputs", fn_name)
         ins = _preprocess(ins, create_graph, True)
-        if v is not None:
-            _, vs = _as_tuple(v, "v", fn_name)
-            vs = _preprocess(vs, create_graph, False)
-            _validate_v(vs, ins, is_inputs_tuple)
-        else:
-            if len(ins) != 1 or ins[0].numel() != 1:
-                raise RuntimeError("The vector v can only be None if the input to the user-provided function is a "
-                                   "single Tensor with a single element.")
-            vs = None
+        vs = _vectors(v, ins, is_inputs_tuple, create_graph, fn_name, "the input to the user-provided function is")
         out = _single_scalar(func(*ins), fn_name)
         _check_requires_grad((out,), "outputs", strict)
         jac = _grad((out,), ins, create_graph=True)

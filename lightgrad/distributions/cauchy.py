@@ -11,7 +11,7 @@ from lightgrad.tensor import Size, Tensor
 from . import constraints
 from . import utils as _u
 from .distribution import Distribution
-from .utils import _batch_shape_of, _size, broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 
 class Cauchy(Distribution):
@@ -26,12 +26,7 @@ class Cauchy(Distribution):
         super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Cauchy:
-        new = self._get_checked_instance(Cauchy, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        super(Cauchy, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return self._expanded(Cauchy, batch_shape, _instance, "loc", "scale")
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,7 @@ from lightgrad.tensor import Size, Tensor
 from . import constraints
 from . import utils as _u
 from .exp_family import ExponentialFamily
-from .utils import _batch_shape_of, _size, broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 
 class Exponential(ExponentialFamily):
@@ -25,12 +25,7 @@ class Exponential(ExponentialFamily):
         super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Exponential:
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = _size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Exponential, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Exponential, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:

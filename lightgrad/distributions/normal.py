@@ -10,7 +10,7 @@ from lightgrad.tensor import Size, Tensor
 from . import constraints
 from . import utils as _u
 from .exp_family import ExponentialFamily
-from .utils import _batch_shape_of, _size, broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 
 class Normal(ExponentialFamily):
@@ -25,12 +25,7 @@ class Normal(ExponentialFamily):
         super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Normal:
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Normal, batch_shape, _instance, "loc", "scale")
 
     @property
     def mean(self) -> Tensor:

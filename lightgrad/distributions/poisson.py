@@ -10,7 +10,7 @@ from lightgrad.tensor import Size, Tensor
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _batch_shape_of, _size, broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 
 class Poisson(ExponentialFamily):
@@ -24,12 +24,7 @@ class Poisson(ExponentialFamily):
         super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Poisson:
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = _size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new  # type: ignore[no-any-return]
+        return self._expanded(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,7 @@ from lightgrad.tensor import Size, Tensor
 from . import constraints
 from . import utils as _u
 from .distribution import Distribution
-from .utils import _batch_shape_of, _size, broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 
 class Uniform(Distribution):
@@ -27,12 +27,7 @@ class Uniform(Distribution):
         super().__init__(_batch_shape_of((low, high), self.low), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = _size(batch_shape)
-        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expanded(Uniform, batch_shape, _instance, "low", "high")
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> Any:
