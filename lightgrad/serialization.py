@@ -23,6 +23,13 @@ when they apply), ``{"ndarray": name}``, ``{"tuple": [...]}``, ``{"dict": [[key,
 ``{"float": "nan" | "inf" | "-inf"}`` and ``{"dtype": "float32"}``. A tensor stored twice in the object
 is written twice (identity is not preserved).
 
+Both JSON texts (the header, and the structure inside it) are read strictly, by one reader: UTF-8 only
+(no BOM, no UTF-16), nested at most 127 levels deep (what safetensors' parser reads; a dict of the
+structure takes three levels, so 42 nested dicts), no key twice in one object, no NaN/Infinity. In
+the header, strings must be Unicode (no lone surrogate) and numbers must fit where safetensors puts
+them, so a file object (which gets no second opinion from safetensors) is judged as a path is. Anything
+else fails as a CheckpointError naming the file and the field.
+
 Checksum: SHA-256 over, in order,
   1. ``b"lightgrad.sha256/1\\n"``;
   2. ``json.dumps(metadata without lightgrad.sha256, sort_keys=True, separators=(",", ":"))`` in
@@ -44,6 +51,13 @@ Files are written and read with NumPy alone: safetensors' own writer first build
 memory (about 3x slower than a raw write in our measurements), and its NumPy reader returns copies that
 can't overlap the hashing. The optional ``safetensors`` package (``pip install safetensors``), when
 installed, double-checks every file that ``load`` accepts with its reference parser.
+
+Saving copies every tensor a slice at a time and hashes and writes the copy, never the tensor itself:
+another thread may change a tensor during the save, and the file must hold exactly the bytes that its
+checksum covers. Before the new file is renamed over the old one, it is read back and verified as
+``load`` would (after a streamed save, from the disk: the read and the second hash take about as long
+as the save itself). A killed save leaves its temporary file (``.<name>.<8 hex digits>.tmp``) behind;
+the next save to the same target removes those that no live save holds locked (see ``_LIVE``).
 
 I/O. Checkpoints with 64 MiB of tensors or more are streamed: the pool's threads copy the header and
 the tensors into a ring of four 16 MiB page-aligned buffers, one 4 MiB hash chunk per task, hashing each
@@ -69,11 +83,13 @@ import json
 import math
 import mmap as _mmap
 import os
+import re
 import secrets
 import stat
+import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
@@ -81,6 +97,11 @@ import numpy as np
 
 from . import dtypes as D
 from .tensor import Tensor
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows: no file locks, so stale temporary files are left alone there
+    _fcntl = None  # type: ignore[assignment]
 
 __all__ = ["CheckpointError", "save", "load", "verify"]
 
@@ -97,6 +118,10 @@ _PWRITE = hasattr(os, "pwrite")
 _PREADV = hasattr(os, "preadv")
 _FREE_THREAD = "lightgrad-free-replaced-checkpoint"
 _MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header
+_MAX_DEPTH = 127  # the deepest nesting safetensors' parser (serde_json, recursion limit 128) reads
+_MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32  # NumPy's NPY_MAXDIMS
+_MAX_EXTENT = int(np.iinfo(np.intp).max)  # bytes NumPy can index in one array
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # the escape of a surrogate, paired or not
 _K_FORMAT, _K_VERSION, _K_LIB, _K_STRUCT, _K_SHA = (
     "lightgrad.format", "lightgrad.format_version", "lightgrad.version", "lightgrad.structure",
     "lightgrad.sha256")
@@ -166,6 +191,9 @@ class _Flattener:
         if isinstance(x, list | tuple | dict):
             if id(x) in self._open:
                 raise ValueError(f"can't save a circular reference at {_where(path)}")
+            if len(path) >= _MAX_DEPTH:  # each container adds at least one level of JSON; see save()
+                raise ValueError(f"can't save containers nested {len(path) + 1} deep at {_where(path[:4] + ['...'])}"
+                                 f": a checkpoint's structure nests at most {_MAX_DEPTH} levels of JSON")
             self._open.add(id(x))
             try:
                 if isinstance(x, dict):
@@ -180,13 +208,16 @@ class _Flattener:
                         "hold tensors, NumPy arrays, dtypes, numbers, strings, bools, None, and "
                         f"lists, tuples and dicts of these (never code){hint}")
 
-    def key(self, k: Any, path: list[str]) -> Any:
+    def key(self, k: Any, path: list[str], depth: int = 0) -> Any:
         if isinstance(k, np.generic):
             k = k.item()
         if k is None or isinstance(k, bool | int | float | str):
             return self.encode(k, path)
         if isinstance(k, tuple):
-            return {"tuple": [self.key(v, path) for v in k]}
+            if depth >= _MAX_DEPTH:
+                raise ValueError(f"can't save a dict key of tuples nested {depth + 1} deep at {_where(path)}: a "
+                                 f"checkpoint's structure nests at most {_MAX_DEPTH} levels of JSON")
+            return {"tuple": [self.key(v, path, depth + 1) for v in k]}
         raise TypeError(f"can't save a dict key of type {_type_name(k)} at {_where(path)}: keys must be "
                         "strings, numbers, bools, None or tuples of these")
 
@@ -194,7 +225,9 @@ class _Flattener:
         if np.dtype(arr.dtype.name) not in _CODE_OF:
             raise TypeError(f"can't save an array of dtype {arr.dtype} at {_where(path)}; supported: "
                             f"{', '.join(str(d) for d in _CODE_OF)}")
-        base = ".".join(path) or "tensor"
+        # a str may hold a lone surrogate, which a safetensors header can't (it must be Unicode): such a
+        # name is written with the surrogate escaped (the structure keeps the key itself)
+        base = (".".join(path) or "tensor").encode("utf-8", "backslashreplace").decode("utf-8")
         name, k = base, 0
         while name in self.arrays or name == "__metadata__":  # "a.b" and {"a": {"b"}} would collide
             k += 1
@@ -242,6 +275,8 @@ class _Decoder:
         return CheckpointError(f"checkpoint {self.name}: {what}")
 
     def decode(self, node: Any) -> Any:
+        # recursive, but only as deep as _json let the structure nest (_MAX_DEPTH); every value is
+        # type-checked before it is used as a key or an index, so a crafted node fails with its text
         if node is None or isinstance(node, bool | int | float | str):
             return node
         if isinstance(node, list):
@@ -250,21 +285,22 @@ class _Decoder:
             raise self.fail(f"unexpected structure node {node!r}")
         if "tensor" in node or "ndarray" in node:
             return self.array(node)
-        if "tuple" in node and isinstance(node["tuple"], list):
+        if isinstance(node.get("tuple"), list):
             return tuple(self.decode(v) for v in node["tuple"])
-        if "dict" in node and isinstance(node["dict"], list):
+        if isinstance(node.get("dict"), list):
             out: dict[Any, Any] = OrderedDict() if node.get("ordered") else {}
             for pair in node["dict"]:
                 if not (isinstance(pair, list) and len(pair) == 2):
-                    raise self.fail(f"a dict item must be a [key, value] pair, got {pair!r}")
+                    raise self.fail(f"a dict item must be a [key, value] pair, got {json.dumps(pair)[:200]}")
+                key, value = self.decode(pair[0]), self.decode(pair[1])
                 try:
-                    out[self.decode(pair[0])] = self.decode(pair[1])
+                    out[key] = value
                 except TypeError:
-                    raise self.fail(f"unhashable dict key {pair[0]!r}") from None
+                    raise self.fail(f"unhashable dict key {json.dumps(pair[0])[:200]}") from None
             return out
-        if node.get("float") in ("nan", "inf", "-inf"):
+        if isinstance(node.get("float"), str) and node["float"] in ("nan", "inf", "-inf"):
             return float(node["float"])
-        if "dtype" in node and node["dtype"] in D._BY_NAME:
+        if isinstance(node.get("dtype"), str) and node["dtype"] in D._BY_NAME:
             return D._BY_NAME[node["dtype"]]
         raise self.fail(f"unknown structure node {json.dumps(node)[:200]}")
 
@@ -321,6 +357,41 @@ def _results(chunks: dict[str, list[Future[bytes]]]) -> dict[str, list[bytes]]:
     return {name: [fut.result() for fut in futs] for name, futs in chunks.items()}
 
 
+def _copy_and_digest(chunk: memoryview) -> tuple[np.ndarray, bytes]:
+    """A copy of ``chunk`` and the SHA-256 of that copy, made a slice at a time (each slice hashed while
+    it is in the CPU cache). The copy, not the source, is hashed and then written: another thread may
+    change the tensor meanwhile, and the file must hold exactly the bytes its checksum covers."""
+    src = np.frombuffer(chunk, np.uint8)
+    out = np.empty_like(src)
+    h = hashlib.sha256()
+    for i in range(0, src.size, _SLICE):
+        d = out[i:i + _SLICE]
+        d[:] = src[i:i + _SLICE]
+        h.update(d.data)
+    return out, h.digest()
+
+
+def _copy_chunks(pool: ThreadPoolExecutor,
+                 arrays: dict[str, np.ndarray]) -> dict[str, list[Future[tuple[np.ndarray, bytes]]]]:
+    """Start copying and hashing every 4 MiB chunk of every array on the pool; the futures by name."""
+    out = {}
+    for name, arr in arrays.items():
+        buf = _bytes_of(arr)
+        out[name] = [pool.submit(_copy_and_digest, buf[i:i + _CHUNK]) for i in range(0, len(buf), _CHUNK)]
+    return out
+
+
+def _digests(chunks: dict[str, list[Future[tuple[np.ndarray, bytes]]]]) -> dict[str, list[bytes]]:
+    return {name: [fut.result()[1] for fut in futs] for name, futs in chunks.items()}
+
+
+def _copies(chunks: dict[str, list[Future[tuple[np.ndarray, bytes]]]], order: list[str]) -> Iterator[np.ndarray]:
+    """The chunks' copies in file order, each as soon as it is ready."""
+    for name in order:
+        for fut in chunks[name]:
+            yield fut.result()[0]
+
+
 def _checksum(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int]],
               digests: dict[str, list[bytes]]) -> str:
     """The checksum defined in the module docstring; ``entries`` maps name -> (dtype code, shape, nbytes)
@@ -348,31 +419,38 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
 
     >>> lightgrad.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
 
-    A path is written atomically: to a temporary file in the same folder, flushed and fsynced, then
-    renamed over the target, so an error or crash mid-save leaves the previous file intact. The pickle
-    arguments exist for PyTorch compatibility and are ignored (nothing is pickled).
+    A path is written atomically: to a temporary file in the same folder, flushed, fsynced and read back
+    to verify it, then renamed over the target, so an error or crash mid-save leaves the previous file
+    intact (the temporary files that crashed saves left behind are removed by the next save). The
+    pickle arguments exist for PyTorch compatibility and are ignored (nothing is pickled).
     """
     flat = _Flattener()
     structure = flat.encode(obj, [])  # raises before anything is written
     arrays = flat.arrays
-    meta = {_K_FORMAT: FORMAT, _K_VERSION: str(FORMAT_VERSION), _K_LIB: _lib_version(),
-            _K_STRUCT: json.dumps(structure, separators=(",", ":"), allow_nan=False)}
+    text = json.dumps(structure, separators=(",", ":"), allow_nan=False)
+    depth = _depth(text)
+    if depth > _MAX_DEPTH:  # load refuses deeper structures: never write a file that doesn't load
+        raise ValueError(f"can't save an object whose structure nests {depth} levels of JSON deep: a checkpoint's "
+                         f"structure nests at most {_MAX_DEPTH} levels of JSON (a dict takes 3, a tuple 2, a list 1)")
+    meta = {_K_FORMAT: FORMAT, _K_VERSION: str(FORMAT_VERSION), _K_LIB: _lib_version(), _K_STRUCT: text}
     entries = {n: (_CODE_OF[np.dtype(a.dtype.name)], list(a.shape), a.nbytes) for n, a in arrays.items()}
     with _pool() as pool:
         if isinstance(f, str | os.PathLike):
             _save_atomic(arrays, meta, entries, pool, os.fspath(f))
             return
-        chunks = _hash_chunks(pool, arrays)
+        chunks = _copy_chunks(pool, arrays)
         try:
-            # a stream may not seek back to patch the header, so the hash comes first here
-            meta[_K_SHA] = _checksum(meta, entries, _results(chunks))
+            # a stream may not seek back to patch the header, so the hash comes first here, and with it
+            # a copy of every tensor: the bytes hashed are the bytes written, whatever other threads do
+            # to the tensors meanwhile (this holds the whole checkpoint in memory twice)
+            meta[_K_SHA] = _checksum(meta, entries, _digests(chunks))
             header, order, _ = _header(meta, arrays, entries)
-            _write_file(f, header, [arrays[n] for n in order])
+            _write_file(f, header, _copies(chunks, order))
         finally:
             _cancel(chunks)
 
 
-def _cancel(chunks: dict[str, list[Future[bytes]]]) -> None:
+def _cancel(chunks: dict[str, list[Future[Any]]]) -> None:
     for futs in chunks.values():  # on error, don't keep hashing what won't be written
         for fut in futs:
             fut.cancel()
@@ -404,10 +482,10 @@ def _header(meta: dict[str, str], arrays: dict[str, np.ndarray],
     return len(text).to_bytes(8, "little") + text, order, 8 + at + len(needle) - 65
 
 
-def _write_file(fh: IO[bytes], header: bytes, arrays: list[np.ndarray]) -> None:
-    """Write the header, then each array straight from its own memory (a seam: tests fail it midway)."""
+def _write_file(fh: IO[bytes], header: bytes, parts: Iterable[np.ndarray]) -> None:
+    """Write the header, then each part (a seam: tests fail it midway)."""
     fh.write(header)
-    for a in arrays:
+    for a in parts:
         if a.size:
             fh.write(_bytes_of(a))
 
@@ -418,50 +496,160 @@ def _save_atomic(arrays: dict[str, np.ndarray], meta: dict[str, str],
     folder, base = os.path.split(target)
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"can't save to {target!r}: folder {folder!r} does not exist")
-    while True:
-        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
-        try:
-            # O_EXCL with mode 0o666: a fresh name, and the usual umask-based permissions (not 0600)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
+    _remove_stale(folder, base)  # first: a killed save's temporary file may be what filled the disk
+    tmp, fd = _new_temp(folder, base)
+    old = None
     try:
-        try:
-            header, order, at = _header(dict(meta, **{_K_SHA: _PLACEHOLDER}), arrays, entries)
-            if _PWRITE and sum(a.nbytes for a in arrays.values()) >= _STREAM_MIN:
-                _write_streamed(fd, header, [(n, arrays[n]) for n in order], at, pool,
-                                lambda digests: _checksum(meta, entries, digests))
-            else:
-                chunks = _hash_chunks(pool, arrays)
-                try:
-                    with open(fd, "wb", closefd=False) as fh:
-                        # the data is written while the pool hashes it; the checksum is patched in afterwards
-                        _write_file(fh, header, [arrays[n] for n in order])
-                        digest = _checksum(meta, entries, _results(chunks))
-                        fh.seek(at)
-                        fh.write(digest.encode())
-                finally:
-                    _cancel(chunks)
-            os.fsync(fd)
-        finally:
+        _write_temp(fd, arrays, meta, entries, pool)
+        if os.name != "posix":  # Windows can't rename an open file (and has no lock to keep)
             os.close(fd)
+            fd = -1
+        _verify_written(tmp, target)
         old = _hold(target)
-        try:
-            os.replace(tmp, target)
-        except BaseException:
-            if old is not None:
-                os.close(old)
-            raise
+        os.replace(tmp, target)
     except BaseException:
+        if old is not None:
+            os.close(old)
+        if fd >= 0:
+            os.close(fd)
+            fd = -1
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+    finally:
+        # until here the descriptor, and with it the lock that tells other saves this file is live,
+        # was held: the file has its final name now, or is gone
+        if fd >= 0:
+            os.close(fd)
+        _forget(tmp)
     try:
         _fsync_dir(folder)
     finally:
         if old is not None:
             _close_later(old)
+
+
+def _write_temp(fd: int, arrays: dict[str, np.ndarray], meta: dict[str, str],
+                entries: dict[str, tuple[str, list[int], int]], pool: ThreadPoolExecutor) -> None:
+    """Write the checkpoint to ``fd`` (the temporary file) and fsync it."""
+    header, order, at = _header(dict(meta, **{_K_SHA: _PLACEHOLDER}), arrays, entries)
+    if _PWRITE and sum(a.nbytes for a in arrays.values()) >= _STREAM_MIN:
+        _write_streamed(fd, header, [(n, arrays[n]) for n in order], at, pool,
+                        lambda digests: _checksum(meta, entries, digests))
+    else:
+        chunks = _copy_chunks(pool, arrays)
+        try:
+            with open(fd, "wb", closefd=False) as fh:
+                # each copy is written as soon as it is hashed; the checksum is patched in last
+                _write_file(fh, header, _copies(chunks, order))
+                digest = _checksum(meta, entries, _digests(chunks))
+                fh.seek(at)
+                fh.write(digest.encode())
+        finally:
+            _cancel(chunks)
+    os.fsync(fd)
+
+
+def _verify_written(tmp: str, target: str) -> None:
+    """Read the temporary file back as ``load`` would, before it replaces anything: a save that returns
+    has left a file that loads. (The copy-then-hash above makes this hold by construction; the read-back
+    guards the construction, and costs a read of a file still in the page cache, or of the disk after
+    O_DIRECT writes.)"""
+    try:
+        _read(tmp, "verify")
+    except CheckpointError as e:
+        raise CheckpointError(f"save to {target!r} failed, the previous file is unchanged: the file written "
+                              f"does not verify ({e})") from None
+
+
+# Temporary files. A save writes ``.<name>.<8 hex digits>.tmp`` next to the target and renames it over
+# the target at the end; a process killed mid-save (kill -9, the OOM killer, a power cut) leaves it
+# behind, and nothing else would remove it, so each save removes those of its own target first. A
+# live save in another thread or process must keep its file, and names, pids and ages can't tell: a
+# pid may be reused, or belong to another container's namespace (every container's first process is
+# pid 1), and a live save may go minutes without touching its file (an fsync, the read-back). So
+# liveness is a lock: a save holds an exclusive flock on its temporary file until it is renamed; the
+# kernel drops the lock when its holder dies, however it dies; whoever then gets the lock may remove
+# the file. Saves in this process are also listed in _LIVE (where flock is emulated with POSIX locks,
+# on NFS, a process doesn't conflict with itself). Where there are no locks (Windows) nothing is removed.
+_LIVE: set[str] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def _new_temp(folder: str, base: str) -> tuple[str, int]:
+    """Create, lock and register a fresh temporary file for the target ``folder/base``."""
+    while True:
+        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
+        with _LIVE_LOCK:
+            _LIVE.add(tmp)  # before it exists: a save in another thread never takes it for stale
+        try:
+            # O_EXCL with mode 0o666: a fresh name, and the usual umask-based permissions (not 0600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except FileExistsError:
+            _forget(tmp)
+            continue
+        except BaseException:
+            _forget(tmp)
+            raise
+        # another process may have taken the new file for stale between its creation and our lock; then
+        # the name is gone (or another file's), and we start again with a new one
+        if not _lock(fd, wait=True) or _same_file(tmp, fd):
+            return tmp, fd
+        os.close(fd)
+        _forget(tmp)
+
+
+def _forget(tmp: str) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(tmp)
+
+
+def _remove_stale(folder: str, base: str) -> None:
+    """Remove the temporary files of the target ``folder/base`` whose saves are dead (see above).
+    Best effort: whatever can't be checked or removed is left as it is."""
+    if _fcntl is None:
+        return
+    pattern = re.compile(rf"\.{re.escape(base)}\.[0-9a-f]{{8}}\.tmp")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for n in names:
+        path = os.path.join(folder, n)
+        if not pattern.fullmatch(n):
+            continue
+        with _LIVE_LOCK:
+            if path in _LIVE:  # a save of this process, in another thread
+                continue
+        try:  # O_RDWR: NFS locks a file exclusively only when it is open for writing; O_NOFOLLOW: no links
+            fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode) and _lock(fd, wait=False) and _same_file(path, fd):
+                os.remove(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+
+def _lock(fd: int, wait: bool) -> bool:
+    """Take an exclusive flock on ``fd``; False if another holds it (``wait=False``) or there are no locks."""
+    if _fcntl is None:
+        return False
+    try:
+        _fcntl.flock(fd, _fcntl.LOCK_EX | (0 if wait else _fcntl.LOCK_NB))
+    except OSError:  # held elsewhere, or no locks on this file system (ENOLCK, EOPNOTSUPP)
+        return False
+    return True
+
+
+def _same_file(path: str, fd: int) -> bool:
+    try:
+        return os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
+    except OSError:
+        return False
 
 
 def _close_later(fd: int) -> None:
@@ -637,10 +825,10 @@ def _copy_and_hash(pieces: list[tuple[int, np.ndarray, np.ndarray, Any]], ring: 
         for k, dst, src, h in pieces:
             ring.claim(k)
             for i in range(0, src.size, _SLICE):
-                s = src[i:i + _SLICE]
-                dst[i:i + s.size] = s  # NumPy and hashlib both release the GIL on buffers this large
+                d = dst[i:i + _SLICE]
+                d[:] = src[i:i + d.size]  # NumPy and hashlib both release the GIL on buffers this large
                 if h is not None:
-                    h.update(s)
+                    h.update(d)  # the buffer that is written, not the tensor, which may change meanwhile
             ring.filled(k)
     except _Stopped:
         raise
@@ -726,10 +914,8 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weight
     meta, arrays, name = _read(f, "map" if mmap else "copy")
     if _K_FORMAT not in meta:
         return {n: _tensor(arrays[n]) for n in sorted(arrays)}
-    try:
-        structure = json.loads(meta[_K_STRUCT])
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise CheckpointError(f"checkpoint {name}: the structure metadata is not valid JSON ({e})") from None
+    structure = _json(meta[_K_STRUCT], f"the structure metadata ({_K_STRUCT})",
+                      lambda what: CheckpointError(f"checkpoint {name}: {what}"), header=False)
     dec = _Decoder(arrays, name)
     obj = dec.decode(structure)
     unused = sorted(set(arrays) - dec.used)
@@ -907,13 +1093,12 @@ def _parse_header(buf: Any, size: int, name: str) -> tuple[dict[str, tuple[str, 
     if 8 + n > size:
         raise CheckpointError(f"checkpoint {name} is truncated: the header needs {n} bytes after the "
                               f"8-byte length, but the file has only {size - 8}")
-    try:
-        header = json.loads(bytes(buf[8:8 + n]))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-        raise bad(f"the header is not valid JSON ({e})") from None
+    header = _json(bytes(buf[8:8 + n]), "the header", bad, header=True)
     if not isinstance(header, dict):
         raise bad(f"the header is a JSON {type(header).__name__}, expected an object")
-    meta = header.pop("__metadata__", None) or {}
+    meta = header.pop("__metadata__", None)
+    if meta is None:  # absent or null, as safetensors allows; any other non-object is refused (not `or {}`)
+        meta = {}
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
         raise bad("__metadata__ must map strings to strings")
     entries = {}
@@ -921,18 +1106,29 @@ def _parse_header(buf: Any, size: int, name: str) -> tuple[dict[str, tuple[str, 
         if not (isinstance(info, dict) and {"dtype", "shape", "data_offsets"} <= info.keys()):
             raise bad(f"tensor {key!r} needs dtype, shape and data_offsets, got {info!r}")
         code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+        if not isinstance(code, str):
+            raise bad(f"tensor {key!r} has dtype {code!r}, expected a string such as 'F32'")
         if code not in _CODES and code != "BF16":
             raise CheckpointError(f"checkpoint {name}: tensor {key!r} has dtype {code!r}, which lightgrad "
                                   f"can't hold (supported: {', '.join(_CODES)}, and BF16 as float32)")
         if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
-            raise bad(f"tensor {key!r} has shape {shape!r}")
+            raise bad(f"tensor {key!r} has shape {shape!r}, expected a list of non-negative integers")
+        if len(shape) > _MAX_DIMS:
+            raise bad(f"tensor {key!r} has {len(shape)} dimensions, but NumPy holds at most {_MAX_DIMS}")
+        itemsize = 2 if code == "BF16" else _CODES[code].itemsize
+        nbytes = math.prod(shape) * itemsize
+        # NumPy refuses a shape whose product (empty dimensions counted as 1) overflows its index type,
+        # even when the array holds no element: [0, 2**62] of F32 is "too big"
+        extent = nbytes or math.prod(s or 1 for s in shape) * itemsize
+        if extent > _MAX_EXTENT:
+            raise bad(f"tensor {key!r} of dtype {code} has shape {shape}, which spans {extent} bytes (empty "
+                      f"dimensions counted as 1), but NumPy indexes at most {_MAX_EXTENT}")
         if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
                 and 0 <= offsets[0] <= offsets[1]):
-            raise bad(f"tensor {key!r} has data_offsets {offsets!r}")
-        itemsize = 2 if code == "BF16" else _CODES[code].itemsize
-        if offsets[1] - offsets[0] != math.prod(shape) * itemsize:
+            raise bad(f"tensor {key!r} has data_offsets {offsets!r}, expected [begin, end] with 0 <= begin <= end")
+        if offsets[1] - offsets[0] != nbytes:
             raise bad(f"tensor {key!r} of dtype {code} and shape {shape} needs "
-                      f"{math.prod(shape) * itemsize} bytes, but its offsets span {offsets[1] - offsets[0]}")
+                      f"{nbytes} bytes, but its offsets span {offsets[1] - offsets[0]}")
         entries[key] = (code, shape, offsets[0], offsets[1])
     have = size - 8 - n
     need = max((e for _c, _s, _b, e in entries.values()), default=0)
@@ -950,6 +1146,91 @@ def _parse_header(buf: Any, size: int, name: str) -> tuple[dict[str, tuple[str, 
     return entries, meta, 8 + n
 
 
+class _BadJSON(Exception):
+    """Raised by the JSON reader's hooks; ``_json`` turns it into the caller's CheckpointError."""
+
+
+def _json(data: bytes | str, field: str, fail: Callable[[str], CheckpointError], *, header: bool) -> Any:
+    """Parse the header (``header=True``) or the structure metadata, strictly: every JSON text of a
+    checkpoint goes through here, so every malformed one becomes ``fail(message naming field)``.
+
+    Refused: anything but UTF-8 (``json.loads`` of bytes would guess UTF-16 or skip a BOM), nesting
+    deeper than _MAX_DEPTH (checked before parsing, so neither the parser nor the decoders that walk
+    the result can run out of stack), a key twice in one object (which value wins is a guess; lightgrad
+    never writes one), and NaN/Infinity (not JSON). In the header, also what safetensors' parser
+    (serde_json) refuses, so a file object, which gets no second opinion, is judged the same as a path:
+    strings with a lone surrogate (``"\\ud800"``), and numbers that don't fit an f64; integers that
+    serde_json reads as floats (beyond the 64-bit range, and ``-0``) become floats, which no integer
+    field of the header takes. The structure keeps Python's semantics: any int Python can read, and
+    lone surrogates (a saved ``str`` may hold one: ``json.dumps`` escapes it)."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")  # strict: no BOM skipped, no surrogate passed
+        except UnicodeDecodeError as e:
+            raise fail(f"{field} is not UTF-8 ({e})") from None
+    depth = _depth(data)
+    if depth > _MAX_DEPTH:
+        raise fail(f"{field} nests {depth} levels deep, more than the {_MAX_DEPTH} that safetensors' "
+                   "parser (serde_json) reads")
+    try:
+        out = json.loads(data, object_pairs_hook=_object, parse_constant=_constant,
+                         parse_int=_header_int if header else _int)
+        if header and _SURROGATE.search(data):  # a lone surrogate can only come from such an escape
+            json.dumps(out, ensure_ascii=False).encode("utf-8")
+    except _BadJSON as e:
+        raise fail(f"{field} {e}") from None
+    except UnicodeEncodeError as e:
+        raise fail(f"{field} has a string with the lone surrogate {e.object[e.start:e.end]!r}, which is not "
+                   "Unicode") from None
+    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
+        raise fail(f"{field} is not valid JSON ({e})") from None
+    return out
+
+
+def _depth(text: str) -> int:
+    """How deeply the brackets of JSON ``text`` nest, ignoring those in strings; without recursion, and
+    at C speed. With the escaped backslashes, then the escaped quotes, gone (paired left to right, as
+    JSON reads them), every quote left opens or closes a string, so the text between the even and the
+    odd quotes is outside strings."""
+    bare = text.replace("\\\\", "").replace('\\"', "")
+    b = np.frombuffer("".join(bare.split('"')[0::2]).encode("utf-8", "replace"), np.uint8)
+    steps = (b == ord("[")).astype(np.int32) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _BadJSON(f"has the key {k!r} twice in one object")
+            seen.add(k)
+    return out
+
+
+def _constant(word: str) -> Any:
+    raise _BadJSON(f"has {word}, which is not JSON")
+
+
+def _int(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # more digits than Python converts (sys.set_int_max_str_digits)
+        raise _BadJSON(f"has an integer of {len(digits)} digits ({digits[:12]}...), more than Python reads "
+                       f"(at most {sys.get_int_max_str_digits()})") from None
+
+
+def _header_int(digits: str) -> int | float:
+    # as serde_json reads a JSON integer: an i64 or u64 if it fits (and isn't -0), else an f64
+    if len(digits) <= 20 and digits != "-0" and -(1 << 63) <= (v := int(digits)) < (1 << 64):
+        return v
+    f = float(digits)
+    if math.isinf(f):
+        raise _BadJSON(f"has a number of {len(digits)} digits ({digits[:12]}...), out of range")
+    return f
+
+
 def _check_meta(meta: dict[str, str], name: str) -> None:
     missing = [k for k in _REQUIRED if k not in meta]
     if missing:
@@ -959,7 +1240,9 @@ def _check_meta(meta: dict[str, str], name: str) -> None:
         raise CheckpointError(f"checkpoint {name}: unknown {_K_FORMAT} {meta[_K_FORMAT]!r}, expected {FORMAT!r}")
     version = meta[_K_VERSION]
     if version != str(FORMAT_VERSION):
-        if version.isdigit() and int(version) > FORMAT_VERSION:
+        digits = version.lstrip("0")
+        # compared as digit strings: int() refuses more than 4300 digits, and "²".isdigit() is true
+        if version.isascii() and version.isdigit() and (len(digits), digits) > (1, str(FORMAT_VERSION)):
             raise CheckpointError(f"checkpoint {name} has format version {version}, written by a newer "
                                   f"lightgrad ({meta[_K_LIB]!r}); this one reads version {FORMAT_VERSION}: "
                                   "upgrade lightgrad")

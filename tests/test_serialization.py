@@ -10,12 +10,15 @@ import json
 import math
 import os
 import pickle
+import re
 import runpy
+import signal
 import subprocess
 import sys
 import textwrap
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,10 @@ from lightgrad.serialization import CheckpointError
 st_numpy = pytest.importorskip("safetensors.numpy")
 from safetensors import safe_open  # noqa: E402
 
+try:
+    import fcntl
+except ImportError:  # Windows: no file locks, and saves leave stale temporary files alone there
+    fcntl = None  # type: ignore[assignment]
 try:
     import torch
 except ImportError:  # the interchange tests skip
@@ -191,6 +198,37 @@ def test_unsupported_objects_raise_before_writing(tmp_path: Path) -> None:
     assert not path.exists() and os.listdir(tmp_path) == []
 
 
+def _nested(depth: int, wrap: Any) -> Any:
+    obj: Any = 1
+    for _ in range(depth):
+        obj = wrap(obj)
+    return obj
+
+
+def test_structure_nesting_limit(tmp_path: Path) -> None:
+    # the structure's JSON nests at most 127 levels (what safetensors' parser reads, and what load reads):
+    # a list is one level, a dict three ({"dict": [[key, value]]}); save refuses more, before writing
+    path = tmp_path / "deep.safetensors"
+    for depth, wrap in ((127, lambda x: [x]), (42, lambda x: {"k": x})):
+        obj = _nested(depth, wrap)
+        assert _roundtrip(obj, path) == obj
+    path.unlink()
+    # 1000 lists: deeper than the recursion limit would let save walk
+    for depth, wrap in ((128, lambda x: [x]), (43, lambda x: {"k": x}), (1000, lambda x: [x])):
+        with pytest.raises(ValueError, match="nests at most 127 levels of JSON"):
+            lightgrad.save(_nested(depth, wrap), path)
+    assert os.listdir(tmp_path) == []
+
+
+def test_tensor_names_with_a_lone_surrogate(tmp_path: Path) -> None:
+    # a str key may hold a lone surrogate, which a safetensors header can't: the tensor's name is written
+    # escaped, the key itself comes back
+    path = tmp_path / "s.safetensors"
+    obj = {"a\udc80b": lightgrad.ones(2), "n": {"\ud800": lightgrad.zeros(1)}}
+    _same(obj, _roundtrip(obj, path))
+    assert set(st_numpy.load_file(path)) == {"a\\udc80b", "n.\\ud800"}  # the reference parser reads it
+
+
 def test_loaded_tensors_survive_an_arena_reset(tmp_path: Path) -> None:
     path = tmp_path / "a.safetensors"
     lightgrad.save({"w": lightgrad.ones(3)}, path)
@@ -315,7 +353,9 @@ def _rewrite(src: Path, dst: Path, meta_changes: dict[str, str | None],
 
 
 @pytest.mark.parametrize("version, message", [("2", "newer lightgrad.*upgrade"), ("0", "unknown format version"),
-                                              ("one", "unknown format version")])
+                                              ("one", "unknown format version"), ("9" * 5001, "newer lightgrad"),
+                                              ("0001", "unknown format version"), ("²", "unknown format version")],
+                         ids=["2", "0", "one", "5001-digits", "0001", "superscript-2"])
 def test_wrong_format_version(ckpt: Path, tmp_path: Path, version: str, message: str) -> None:
     bad = tmp_path / "v.safetensors"
     _rewrite(ckpt, bad, {"lightgrad.format_version": version})
@@ -360,6 +400,135 @@ def test_failed_load_changes_nothing(ckpt: Path) -> None:
         model.load_state_dict(lightgrad.load(ckpt))
     for k, v in model.state_dict().items():
         assert np.array_equal(v.numpy(), before[k])
+
+
+# ---- crafted headers ------------------------------------------------------------------------------
+
+_T = '"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}'  # a valid entry for 4 bytes of data
+
+
+def _raw(header: str | bytes, data: bytes = b"\0" * 4) -> bytes:
+    """A safetensors file with exactly this header text (a ``str`` is written as UTF-8, surrogates and all)."""
+    h = header.encode("utf-8", "surrogatepass") if isinstance(header, str) else header
+    return len(h).to_bytes(8, "little") + h + data
+
+
+def _deep(levels: int) -> str:
+    """A valid header whose brackets nest ``levels`` deep, in a field that safetensors ignores."""
+    n = levels - 2  # the header's own object and the tensor's
+    return '{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":' + "[" * n + "]" * n + "}}"
+
+
+def _refused_alone(data: bytes, message: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``data`` fails to load, with ``message``, as a file object and as a path, with lightgrad's own parser
+    only (a path gets a second opinion from safetensors, which would hide what lightgrad's lets through)."""
+    with pytest.raises(CheckpointError, match=r"'<BytesIO>' is corrupted.*" + message):
+        _load_bytes(data)
+    path.write_bytes(data)
+    with monkeypatch.context() as m:
+        m.setattr(S, "_safetensors", lambda: None)
+        with pytest.raises(CheckpointError, match=re.escape(repr(str(path))) + " is corrupted.*" + message):
+            lightgrad.load(path)
+
+
+# each of these raised TypeError, ValueError (from NumPy or int()) or RecursionError
+_CRAFTED = {
+    "dtype-not-a-string": ('{"t":{"dtype":["F32"],"shape":[1],"data_offsets":[0,4]}}', 4,
+                           r"tensor 't' has dtype \['F32'\], expected a string"),
+    "65-dimensions": ('{"t":{"dtype":"F32","shape":' + json.dumps([1] * 65) + ',"data_offsets":[0,4]}}', 4,
+                      r"tensor 't' has 65 dimensions, but NumPy holds at most"),
+    "empty-with-a-huge-dimension": ('{"t":{"dtype":"F32","shape":[0,4611686018427387904],"data_offsets":[0,0]}}', 0,
+                                    r"tensor 't' of dtype F32 has shape \[0, 4611686018427387904\].*NumPy indexes"),
+    "nested-990-deep": (_deep(990), 4, r"the header nests 990 levels deep"),
+    "5001-digit-integer": ('{"t":{"dtype":"F32","shape":[' + "1" * 5001 + '],"data_offsets":[0,4]}}', 4,
+                           r"the header has a number of 5001 digits"),
+}
+
+
+@pytest.mark.parametrize("case", _CRAFTED, ids=list(_CRAFTED))
+def test_crafted_header_names_file_and_field(tmp_path: Path, case: str) -> None:
+    header, nbytes, field = _CRAFTED[case]
+    data = _raw(header, b"\0" * nbytes)
+    with pytest.raises(CheckpointError, match=r"'<BytesIO>' is corrupted.*" + field):
+        _load_bytes(data)
+    path = tmp_path / "crafted.safetensors"
+    path.write_bytes(data)
+    for read in (lightgrad.load, S.verify):
+        with pytest.raises(CheckpointError, match=r"crafted\.safetensors' is corrupted.*" + field):
+            read(path)
+
+
+@pytest.mark.parametrize(("structure", "message"), [
+    ("[" * 990 + "]" * 990, r"structure metadata \(lightgrad.structure\) nests 990 levels deep"),
+    ('{"dict":[["n",' + "9" * 5001 + "]]}", r"structure metadata \(lightgrad.structure\) has an integer of 5001 digits"),
+    ('{"dtype":["float32"]}', r"unknown structure node \{\"dtype\": \[\"float32\"\]\}"),
+    ('{"dict":[[["a"],1]]}', r"unhashable dict key \[\"a\"\]"),
+    ('{"tuple":[],"tuple":[1]}', r"structure metadata \(lightgrad.structure\) has the key 'tuple' twice"),
+    ('{"float":NaN}', r"structure metadata \(lightgrad.structure\) has NaN, which is not JSON"),
+], ids=["nested-990-deep", "5001-digit-integer", "dtype-not-a-string", "list-as-key", "duplicated-key", "NaN"])
+def test_crafted_structure_names_file_and_field(ckpt: Path, tmp_path: Path, structure: str, message: str) -> None:
+    bad = tmp_path / "s.safetensors"
+    _rewrite(ckpt, bad, {"lightgrad.structure": structure})  # with a valid checksum: only the structure is wrong
+    with pytest.raises(CheckpointError, match=r"s\.safetensors'.*" + message):
+        lightgrad.load(bad)
+
+
+# Files that safetensors' reference parser refuses, each accepted by lightgrad's own parser before, and
+# why lightgrad refuses them now
+_REFUSED = {
+    "utf8-bom": (b"\xef\xbb\xbf{" + _T.encode() + b"}", "Unexpected UTF-8 BOM"),
+    "utf16-le": (("{" + _T + "}").encode("utf-16-le"), "the header is not valid JSON"),
+    "utf16-with-bom": (("{" + _T + "}").encode("utf-16"), "the header is not UTF-8"),
+    "surrogate-bytes": (b'{"\xed\xa0\x80":' + _T[4:].encode() + b"}", "the header is not UTF-8"),
+    "lone-surrogate-in-name": ('{"\\ud800":' + _T[4:] + "}", r"lone surrogate '\\ud800'"),
+    "lone-low-surrogate-in-metadata": ('{"__metadata__":{"a":"x\\udc00"},' + _T + "}", r"lone surrogate '\\udc00'"),
+    "duplicated-__metadata__": ('{"__metadata__":{"a":"b"},"__metadata__":{"a":"c"},' + _T + "}",
+                                "the key '__metadata__' twice"),
+    "duplicated-field": ('{"t":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}}', "the key 'dtype' twice"),
+    "metadata-a-list": ('{"__metadata__":[],' + _T + "}", "__metadata__ must map strings to strings"),
+    "metadata-an-empty-string": ('{"__metadata__":"",' + _T + "}", "__metadata__ must map strings to strings"),
+    "negative-zero": ('{"t":{"dtype":"F32","shape":[-0],"data_offsets":[0,0]}}', r"tensor 't' has shape \[-0.0\]"),
+    "nested-128-deep": (_deep(128), "the header nests 128 levels deep"),
+}
+# ... and variations that both accept
+_ACCEPTED = {
+    "padded": "{" + _T + "}    ",
+    "whitespace-around": " \t\n{ " + _T + " }\r\n",
+    "surrogate-pair": '{"\\ud83d\\ude00":' + _T[4:] + "}",
+    "escaped-nul-in-name": '{"t\\u0000":' + _T[4:] + "}",
+    "unknown-field": '{"t":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"x":[1.5,-1,null]}}',
+    "metadata-null": '{"__metadata__":null,' + _T + "}",
+    "nested-127-deep": _deep(127),
+}
+
+
+@pytest.mark.parametrize("case", _REFUSED, ids=list(_REFUSED))
+def test_header_parser_refuses_what_safetensors_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        case: str) -> None:
+    header, message = _REFUSED[case]
+    data = _raw(header, b"" if case == "negative-zero" else b"\0" * 4)
+    _refused_alone(data, message, tmp_path / "h.safetensors", monkeypatch)
+    st = pytest.importorskip("safetensors")
+    with pytest.raises(Exception, match="(?i)invalid|error"):  # the reference: its exception types vary
+        st.deserialize(data)
+
+
+@pytest.mark.parametrize("case", _ACCEPTED, ids=list(_ACCEPTED))
+def test_header_parser_accepts_what_safetensors_accepts(tmp_path: Path, case: str) -> None:
+    data = _raw(_ACCEPTED[case], np.float32(2.5).tobytes())
+    [t] = _load_bytes(data).values()
+    assert t.tolist() == [2.5]
+    path = tmp_path / "h.safetensors"
+    path.write_bytes(data)
+    assert [v.tolist() for v in lightgrad.load(path).values()] == [[2.5]]  # with the second opinion, too
+    st = pytest.importorskip("safetensors")
+    [(_, info)] = st.deserialize(data)
+    assert info["shape"] == [1]
+
+
+def test_duplicated_tensor_names_are_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # stricter than safetensors, whose parser keeps the last: any key twice in one object is ambiguous
+    _refused_alone(_raw("{" + _T + "," + _T + "}"), "the key 't' twice", tmp_path / "d.safetensors", monkeypatch)
 
 
 # ---- foreign files and pickles -------------------------------------------------------------------
@@ -486,9 +655,9 @@ def test_failed_save_leaves_previous_checkpoint_intact(tmp_path: Path, monkeypat
     before = path.read_bytes()
     real = S._write_file
 
-    def fail_midway(fh: Any, header: bytes, arrays: list[np.ndarray]) -> None:
+    def fail_midway(fh: Any, header: bytes, parts: Iterable[np.ndarray]) -> None:
         fh.write(header)
-        fh.write(arrays[0].tobytes()[:100])  # as if the disk filled up halfway through
+        fh.write(next(iter(parts)).tobytes()[:100])  # as if the disk filled up halfway through
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(S, "_write_file", fail_midway)
@@ -540,6 +709,154 @@ def test_save_replaces_and_uses_default_permissions(tmp_path: Path) -> None:
     assert link.is_symlink() and lightgrad.load(path)["w"].tolist() == [5.0, 5.0]
     with pytest.raises(FileNotFoundError, match="does not exist"):
         lightgrad.save({"w": lightgrad.ones(1)}, tmp_path / "missing" / "ckpt.safetensors")
+
+
+@pytest.mark.parametrize("target", ["buffered", "streamed", "file-object"])
+def test_save_while_another_thread_writes_the_tensor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     target: str) -> None:
+    # each save may catch the tensor half-updated, but must write exactly the bytes it hashed
+    if target == "streamed":
+        monkeypatch.setattr(S, "_STREAM_MIN", 0)
+    t = lightgrad.zeros(2 << 20)  # 8 MiB: two hash chunks
+    arr = t.numpy()
+    stop = threading.Event()
+
+    def scribble() -> None:
+        while not stop.is_set():
+            np.add(arr, 1, out=arr)  # in place, without the GIL: it runs during the copy and the hash
+
+    writer = threading.Thread(target=scribble, daemon=True)
+    writer.start()
+    path = tmp_path / "ckpt.safetensors"
+    try:
+        for _ in range(5):
+            if target == "file-object":
+                buf = io.BytesIO()
+                lightgrad.save({"w": t}, buf)
+                back = _load_bytes(buf.getvalue())["w"]
+            else:
+                lightgrad.save({"w": t}, path)
+                assert S.verify(path)["checksum_verified"]
+                back = lightgrad.load(path)["w"]
+            assert back.shape == (2 << 20,)
+    finally:
+        stop.set()
+        writer.join()
+
+
+def _flip_last_byte_at_fsync(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on, fsyncing a regular file first flips its last byte: as if the disk (or a bug between
+    the hash and the write) kept other bytes than were hashed."""
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isfile(f"/proc/self/fd/{fd}"):
+            with open(f"/proc/self/fd/{fd}", "r+b") as f:  # a descriptor of its own: the save's may be O_DIRECT
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)[0]
+                f.seek(-1, os.SEEK_END)
+                f.write(bytes([last ^ 0x01]))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_save_verifies_the_file_before_the_rename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  stream: bool) -> None:
+    path, before, fds = _previous_checkpoint(tmp_path)
+    monkeypatch.setattr(S, "_STREAM_MIN", 0 if stream else 1 << 40)
+    _flip_last_byte_at_fsync(monkeypatch)
+    with pytest.raises(CheckpointError, match=r"previous file is unchanged.*checksum mismatch"):
+        lightgrad.save({"w": lightgrad.zeros(5000)}, path)
+    _assert_untouched(path, before, fds)
+
+
+def _temp_name(target: Path, hex8: str) -> Path:
+    return target.parent / f".{target.name}.{hex8}.tmp"  # the name save gives its temporary file
+
+
+@pytest.mark.skipif(fcntl is None, reason="no file locks (Windows): stale temporary files are left alone")
+def test_save_removes_stale_temporary_files_of_its_target(tmp_path: Path) -> None:
+    path = tmp_path / "ckpt.safetensors"
+    stale = [_temp_name(path, "0123abcd"), _temp_name(path, "deadbeef")]
+    keep = [_temp_name(tmp_path / "other.safetensors", "0123abcd"),  # another target's
+            tmp_path / ".ckpt.safetensors.notes.tmp", tmp_path / "ckpt.safetensors.0123abcd.tmp",  # other names
+            tmp_path / "elsewhere"]
+    link = _temp_name(path, "00000000")  # a link with a temporary file's name: neither it nor its target goes
+    live = _temp_name(path, "89abcdef")  # a save in progress, in another process say: it holds the lock
+    for f in stale + keep + [live]:
+        f.write_bytes(b"half a checkpoint")
+    link.symlink_to(tmp_path / "elsewhere")
+    with open(live, "r+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        lightgrad.save({"w": lightgrad.ones(2)}, path)
+        assert sorted(os.listdir(tmp_path)) == sorted([path.name, link.name, live.name, *(f.name for f in keep)])
+    lightgrad.save({"w": lightgrad.ones(2)}, path)  # the "live" save's lock is gone: it died
+    assert not live.exists() and link.is_symlink() and all(f.exists() for f in keep)
+    assert lightgrad.load(path)["w"].tolist() == [1.0, 1.0]
+
+
+_KILLED_MIDWAY = """
+import os, signal, sys
+import lightgrad
+from lightgrad import serialization as S
+
+
+def write_and_die(fh, header, parts):
+    fh.write(header)
+    fh.flush()
+    os.kill(os.getpid(), signal.SIGKILL)  # kill -9, halfway through the save
+
+
+S._write_file = write_and_die
+lightgrad.save({"w": lightgrad.ones(1000)}, sys.argv[1])
+"""
+
+
+@pytest.mark.skipif(fcntl is None or not hasattr(signal, "SIGKILL"), reason="POSIX only")
+def test_save_removes_the_temporary_file_of_a_killed_save(tmp_path: Path) -> None:
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    path = folder / "ckpt.safetensors"
+    lightgrad.save({"w": lightgrad.zeros(3)}, path)
+    script = tmp_path / "die.py"
+    script.write_text(_KILLED_MIDWAY)
+    left: list[set[str]] = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, timeout=120)
+        assert done.returncode == -signal.SIGKILL, done.stderr.decode()[-2000:]
+        left.append(set(os.listdir(folder)) - {path.name})
+    # each killed save left its temporary file; the second removed the first's
+    assert len(left[0]) == 1 and len(left[1]) == 1 and left[0] != left[1]
+    assert next(iter(left[1])).startswith(".ckpt.safetensors.")
+    assert lightgrad.load(path)["w"].tolist() == [0.0] * 3
+    lightgrad.save({"w": lightgrad.ones(3)}, path)
+    assert os.listdir(folder) == [path.name]
+
+
+def test_concurrent_saves_to_one_target_keep_each_others_files(tmp_path: Path) -> None:
+    # each save removes stale temporary files of its target: never those of saves still running
+    path = tmp_path / "ckpt.safetensors"
+    errors: list[BaseException] = []
+
+    def saves(k: int) -> None:
+        try:
+            for i in range(8):
+                lightgrad.save({"w": lightgrad.full((1 << 16,), float(k)), "i": i}, path)
+        except BaseException as e:  # noqa: BLE001 (reported below, in the test's thread)
+            errors.append(e)
+
+    threads = [threading.Thread(target=saves, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert os.listdir(tmp_path) == [path.name]
+    back = lightgrad.load(path)
+    assert back["i"] == 7 and len(set(back["w"].tolist())) == 1
 
 
 # ---- large checkpoints: the streamed writer, the background free, parallel reads ---------------------
