@@ -24,7 +24,7 @@ from .random import (Generator, bernoulli, default_generator, get_rng_state, ini
 from .tensor import (Size, Tensor, arange, as_tensor, cat, concat, concatenate, einsum, empty,
                      empty_like, eye, from_dlpack, from_numpy, full, full_like, linspace, logspace,
                      ones, ones_like, stack, tensor, where, zeros, zeros_like)
-from .tensor import bucketize, isin, return_types, searchsorted, std_mean, var_mean
+from .tensor import bucketize, isin, polygamma, return_types, searchsorted, std_mean, var_mean
 from .tensor import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, column_stack, tensordot,
                      tril_indices, triu_indices)
 from .tensor import cumulative_trapezoid, trapezoid, trapz, unravel_index, vander

@@ -2,7 +2,9 @@
 
 Backward formulas are written with backend (NumPy) calls. With ``create_graph=True`` the engine
 hands them Tensors, and these tables route each call to the differentiable lightgrad op, so the
-gradient computation itself is recorded. Other NumPy calls on Tensors see plain arrays.
+gradient computation itself is recorded. Other NumPy calls on Tensors see plain arrays; inside such
+a backward (``autograd._recording``) one that would take a Tensor that requires grad to a float
+array raises, since its result would silently be a constant of the second derivative.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .autograd import _recording, not_differentiable_twice
 from .tensor import Tensor, _as_tensor, einsum, where
 
 
@@ -76,10 +79,41 @@ def _plain(x: Any) -> Any:
     return x
 
 
+# piecewise constant: their derivative is 0, so a plain array is their exact graph
+_CONSTANT = {np.floor, np.ceil, np.rint, np.trunc, np.sign, np.signbit, np.isnan, np.isinf, np.isfinite,
+             np.floor_divide}
+
+
+def _graph_lost(func: Any, args: Any) -> bool:
+    """Whether computing ``func`` on plain arrays here would cut a graph being recorded."""
+    if _recording.get() is None or func in _CONSTANT:
+        return False
+    stack = list(args)
+    while stack:
+        a = stack.pop()
+        if isinstance(a, Tensor):
+            if a.requires_grad:
+                return True
+        elif isinstance(a, list | tuple):
+            stack.extend(a)
+    return False
+
+
+def _check_kept(func: Any, args: Any, res: Any) -> None:
+    # (integer and boolean results, masks and indices, carry no derivative)
+    if isinstance(res, np.ndarray | np.generic) and res.dtype.kind not in "fc":
+        return
+    if _graph_lost(func, args):
+        raise not_differentiable_twice(f"NumPy's {getattr(func, '__name__', func)}")
+
+
 def array_ufunc(ufunc: Any, method: str, inputs: tuple[Any, ...], kw: dict[str, Any]) -> Any:
     f = _UFUNCS.get(ufunc)
     if method == "__call__" and f is not None and not kw:
         return f(*inputs)
+    # (a ufunc with no floating-point outputs, as comparisons and logic, carries no derivative)
+    if any(t[-1] in "efdgFDG" for t in ufunc.types) and _graph_lost(ufunc, (inputs, list(kw.values()))):
+        raise not_differentiable_twice(f"NumPy's {ufunc.__name__}" + (f".{method}" if method != "__call__" else ""))
     res = getattr(ufunc, method)(*_plain(inputs), **{k: _plain(v) for k, v in kw.items()})
     if "out" in kw:
         return kw["out"][0] if isinstance(kw["out"], tuple) else kw["out"]
@@ -90,4 +124,6 @@ def array_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     f = _FUNCS.get(func)
     if f is not None:
         return f(*args, **kwargs)
-    return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+    res = func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+    _check_kept(func, (args, list(kwargs.values())), res)
+    return res

@@ -12,6 +12,18 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("lightgrad_grad", default=True)
+# the node whose backward formula is running on Tensors to record a graph (create_graph=True), or
+# None: there a NumPy call that would turn a Tensor that requires grad into a plain array raises
+# instead of cutting the graph (a second derivative silently 0)
+_recording: contextvars.ContextVar[Any] = contextvars.ContextVar("lightgrad_recording", default=None)
+
+
+def not_differentiable_twice(what: str) -> RuntimeError:
+    """The error for a backward formula that cannot record its own graph (create_graph=True)."""
+    node = _recording.get()
+    name = node.name() if node is not None else "this op"
+    return RuntimeError(f"the derivative of {name} cannot be differentiated again (create_graph=True): its "
+                        f"backward formula computes {what} on a Tensor that requires grad as a plain array")
 F = TypeVar("F", bound=Callable[..., Any])
 
 

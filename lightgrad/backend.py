@@ -1065,6 +1065,17 @@ def take(x: Array, index: Any) -> Array:
     return x[index]
 
 
+def reshapes_as_view(x: Array, shape: tuple[int, ...]) -> bool:
+    """Whether ``x`` takes ``shape`` without a copy (its strides allow it): torch's rule for ``view``."""
+    if x.flags.c_contiguous:
+        return True
+    try:
+        np.reshape(x, shape, copy=False)
+    except ValueError:
+        return False
+    return True
+
+
 def reshape_any(x: Array, shape: tuple[int, ...]) -> Array:
     """``x.reshape(shape)``: a view when the layout allows, else a contiguous copy (from the arena
     when one is active, so a reshape of a transposed tensor allocates nothing inside a step)."""
@@ -1180,6 +1191,13 @@ def cumext_indices(x: Array, axis: int, largest: bool) -> Array:
     return np.maximum.accumulate(pos, axis)
 
 
+def values(x: Any) -> Array:
+    """x's values as a plain array, outside any graph: for masks and indices that a backward formula
+    needs while it records a graph (create_graph), where np.asarray on a Tensor that requires grad
+    raises (it would silently make a differentiable value a constant)."""
+    return x if isinstance(x, np.ndarray | np.generic) else x.detach().numpy()
+
+
 def cumprod_grad(x: Array, out: Array, g: Any, axis: int) -> Any:
     """Gradient of ``cumprod`` along ``axis``, exact when x holds zeros (no division by one).
 
@@ -1188,7 +1206,7 @@ def cumprod_grad(x: Array, out: Array, g: Any, axis: int) -> Any:
     (create_graph): every call on it here dispatches to a differentiable op.
     """
     n = x.shape[axis]
-    xa = np.asarray(x)  # (the masks need no graph)
+    xa = values(x)  # (the masks need no graph)
     pos = _arange_along(n, axis, x.ndim)
     zero = xa == 0
     if n == 0:
@@ -1222,7 +1240,7 @@ def logcumsumexp_grad(x: Array, out: Array, g: Any, axis: int, scan: Any = None)
 
     # log v where pos, else the lowest finite number (as PyTorch: -inf - -inf would give NaN); the
     # inner where keeps log's gradient finite where masked
-    lowest = float(np.finfo(np.asarray(out).dtype).min)
+    lowest = float(np.finfo(values(out).dtype).min)
 
     def log_part(pos: Any, v: Any) -> Any:
         return np.where(pos, np.log(np.where(pos, v, 1.0)), lowest)
@@ -1446,6 +1464,59 @@ def digamma(x: Array) -> Array:
 def trigamma(x: Array) -> Array:
     """The trigamma function psi'(x) (polygamma of order 1)."""
     return _in_f64(lambda v: _polygamma64(v, 1), x)
+
+
+# polygamma of order n >= 2: (-1)^(n+1) n! zeta(n + 1, x), with the Hurwitz zeta function summed
+# directly until x + k >= 10 + n, then the Euler-Maclaurin tail (DLMF 25.11.6) with 12 Bernoulli
+# terms, whose last is below 1e-17 relative there; the sum runs through negative x as well, and x
+# at a pole (0, -1, -2, ...) gives the sign of the limit from the right times inf, as PyTorch's
+_B2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798,
+        -174611 / 330, 854513 / 138, -236364091 / 2730)
+
+
+def _hurwitz_zeta(s: int, q: np.ndarray) -> np.ndarray:
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for an integer s >= 2."""
+    q = np.asarray(q, np.float64)
+    acc = np.zeros_like(q)
+    lo = 10.0 + s
+    while True:
+        small = q < lo
+        if not small.any():
+            break
+        acc = acc + np.where(small, q ** -float(s), 0.0)
+        q = np.where(small, q + 1.0, q)
+    tail = q ** (1.0 - s) / (s - 1) + 0.5 * q ** -float(s)
+    rising = float(s)  # s (s + 1) ... (s + 2j - 2), over (2j)!
+    term = q ** -float(s + 1)
+    fact = 2.0
+    inv2 = 1.0 / (q * q)
+    for j, b in enumerate(_B2K, 1):
+        tail = tail + b / fact * rising * term
+        rising *= (s + 2 * j - 1) * (s + 2 * j)
+        fact *= (2 * j + 1) * (2 * j + 2)
+        term = term * inv2
+    return acc + tail
+
+
+def _polygamma_n64(x: np.ndarray, n: int) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = np.asarray(x, np.float64)
+        fin = np.isfinite(x)
+        out = np.full_like(x, np.nan)
+        pole = fin & (x <= 0) & (x == np.floor(x))
+        ok = fin & ~pole
+        out[ok] = (-1.0) ** (n + 1) * math.factorial(n) * _hurwitz_zeta(n + 1, x[ok])
+        out[pole] = (-1.0) ** (n + 1) * np.inf  # (and NaN at +-inf, as PyTorch's)
+    return out
+
+
+def polygamma(n: int, x: Array) -> Array:
+    """The n-th derivative of digamma (n = 0 is digamma itself)."""
+    if n == 0:
+        return digamma(x)
+    if n == 1:
+        return trigamma(x)
+    return _in_f64(lambda v: _polygamma_n64(v, n), x)
 
 
 # ---- linear algebra (compat): NumPy's LAPACK wrappers, batched over leading dims ----------------

@@ -95,7 +95,8 @@ class _Tracer:
         self.n = 0
         # arrays that existed before the trace (tensors' data): external state read live
         # (type(), not isinstance: some objects of other libraries answer __class__ with a warning)
-        self.before = {id(o._data) for o in gc.get_objects() if issubclass(type(o), Tensor)}
+        # (_arr: only the ids, of every Tensor, those an arena reset reclaimed too)
+        self.before = {id(o._arr) for o in gc.get_objects() if issubclass(type(o), Tensor)}
         self.args = []
         for t in inputs:
             name = self.value(t._data)

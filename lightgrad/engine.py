@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from . import backend as B
-from .autograd import _enabled
+from .autograd import _enabled, _recording, not_differentiable_twice
 from .function import Function, SliceGrad, unbroadcast
 from .memory import _current as _arena
-from .memory import empty_like_home
+from .memory import empty_like_home, reclaimed_error
 from .tensor import _STAMP, Tensor
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
@@ -46,7 +46,11 @@ def _shape_at_use(p: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _check_versions(node: Function) -> None:
-    """Refuse a backward whose saved inputs or output were modified in place after the forward."""
+    """Refuse a backward whose saved inputs or output were modified in place after the forward, or
+    whose storage in an arena was reclaimed by its reset() since."""
+    for m in node.mems or ():
+        if not m[0]:
+            raise reclaimed_error(m)
     saved = node.saved
     for i, p in enumerate(node.parents):
         if isinstance(p, Tensor) and p._version[1] > node.stamp and _holds(saved, p):
@@ -61,10 +65,14 @@ def _check_versions(node: Function) -> None:
 
 
 def _graph_backward(node: Function, g: Tensor) -> tuple[Any, ...]:
-    """Run a node's backward on Tensors so that it records a graph (create_graph=True)."""
+    """Run a node's backward on Tensors so that it records a graph (create_graph=True).
+
+    A formula that gives a plain array there computed it outside the graph (its derivative would
+    silently be 0), and so does any NumPy call inside it that takes a Tensor that requires grad to
+    a float array (``_numpy_dispatch``): both raise, naming the node."""
     saved = node.saved
     if not saved:
-        return node.backward(g)
+        return _recorded(node, g)
     by_id = {id(p._data): p for p in node.parents if isinstance(p, Tensor)}
     mapped = [by_id.get(id(s), s) for s in saved]
     if node.saves_out:
@@ -73,9 +81,21 @@ def _graph_backward(node: Function, g: Tensor) -> tuple[Any, ...]:
         mapped[-1] = out
     node.saved = tuple(mapped)
     try:
-        return node.backward(g)
+        return _recorded(node, g)
     finally:
         node.saved = saved
+
+
+def _recorded(node: Function, g: Tensor) -> tuple[Any, ...]:
+    token = _recording.set(node)
+    try:
+        grads = node.backward(g)
+        for e, pg in zip(node.edges, grads):
+            if e is not None and isinstance(pg, np.ndarray):
+                raise not_differentiable_twice("its result")
+        return grads
+    finally:
+        _recording.reset(token)
 
 
 _ONES: dict[Any, np.ndarray] = {}
@@ -83,7 +103,7 @@ _ONES: dict[Any, np.ndarray] = {}
 
 def _seed_grad(t: Tensor, g: Any) -> Any:
     if g is None:
-        d = t._data
+        d = t._arr  # (metadata; the nodes check their storage: Function.mems)
         one = _ONES.get((d.dtype, d.shape))  # (only one-entry shapes are ever stored)
         if one is None:
             if d.size != 1:
@@ -91,8 +111,8 @@ def _seed_grad(t: Tensor, g: Any) -> Any:
             one = _ONES[(d.dtype, d.shape)] = np.ones(d.shape, d.dtype)
             one.flags.writeable = False
         return one
-    garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._data.dtype)
-    if garr.shape != t._data.shape:
+    garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._arr.dtype)
+    if garr.shape != t._arr.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(garr.shape)} and "
                            f"output[0] has a shape of {tuple(t.shape)}.")
     return garr
@@ -138,6 +158,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     heap: list[tuple[int, Function]] = []
     only = None if accumulate_only is None else {
         id(t) for t in ([accumulate_only] if isinstance(accumulate_only, Tensor) else accumulate_only)}
+    seeds = []  # outputs that are leaves: delivered by the walk, which can undo what it stored
     for t, g in zip(outputs, grad_outputs):
         if not t.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
@@ -146,7 +167,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
             garr = g if isinstance(g, Tensor) else Tensor._make(garr)
         fn = t._grad_fn
         if fn is None:
-            _deliver_leaf(t, garr, grads, inputs is not None, only, create_graph)
+            seeds.append((t, garr))
         else:
             prev = grads.get(fn)
             if prev is None:
@@ -158,7 +179,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     # a non-leaf input of autograd.grad is read off its grad_fn when that node is reached
     taken: dict[Any, Any] | None = {t._grad_fn: None for t in inputs if t._grad_fn is not None} if inputs else None
     heapify(heap)
-    _walk(grads, heap, retain_graph, create_graph, taken, (capture, only) if capture or only is not None else None)
+    _walk(grads, heap, retain_graph, create_graph, taken, (capture, only), seeds)
     if not capture:
         return []
     res = [taken.get(t._grad_fn) if taken and t._grad_fn is not None else grads.get(t) for t in inputs or ()]
@@ -169,14 +190,29 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
 
 
 def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph: bool, create_graph: bool,
-          taken: dict[Any, Any] | None, deliver: tuple[bool, Any] | None) -> None:
+          taken: dict[Any, Any] | None, deliver: tuple[bool, Any] | None,
+          seeds: list[tuple[Tensor, Any]] | None = None) -> None:
     """The backward walk from the nodes in ``heap`` (their gradients in ``grads``). Leaves accumulate
-    into ``.grad``, or, with ``deliver`` = (capture, only), go through _deliver_leaf; ``taken`` collects
-    the gradients of non-leaf inputs of autograd.grad."""
+    into ``.grad``, or, with ``deliver`` = (capture, only), go through _deliver_leaf, as do ``seeds``
+    (outputs that are leaves, and their gradients); ``taken`` collects the gradients of non-leaf
+    inputs of autograd.grad.
+
+    All or nothing: a walk that raises (an arena full in the middle of backward) leaves every
+    ``.grad`` as it was. A tensor whose ``.grad`` is None takes its gradient at once (undone by
+    setting it back to None: ``fresh``); one that has a gradient, which the sum would change in
+    place, gets it once the walk is done (``later``, kept meanwhile)."""
     stamp = _STAMP[0]
     owned: set[int] = set()
+    fresh: list[Tensor] = []
+    later: list[tuple[Tensor, Any]] = []
+    last: list[tuple[Function, Any]] = []
     token = _enabled.set(create_graph)
     try:
+        if deliver is not None and not deliver[0] and deliver[1] is None:
+            deliver = None  # (plain accumulation: the common case's path)
+        if seeds:
+            for t, sg in seeds:
+                _deliver_leaf(t, sg, grads, deliver, create_graph, fresh, later)
         while heap:
             node = heappop(heap)[1]
             g = grads.pop(node)
@@ -188,25 +224,31 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
             saved = node.saved
             if saved is None:
                 raise RuntimeError(_FREED)
-            if node.stamp != stamp:
+            if node.stamp != stamp:  # (an in-place change or an arena reset since the node ran)
                 _check_versions(node)
             if node.retained is not None:
-                _accumulate(node.retained, g, create_graph)
+                _store(node.retained, g, create_graph, fresh, later)
             if taken and node in taken:
                 taken[node] = g
+            if node.runs_last:
+                last.append((node, g))
+                continue
             pgrads = _graph_backward(node, g) if create_graph else node.backward(g)
             for p, e, pg in zip(node.parents, node.edges, pgrads):
                 if e is None or pg is None:
                     continue
-                if pg.shape != p._data.shape:
+                if pg.shape != p._arr.shape:  # (metadata: the node checked its inputs' storage, mems)
                     pg = unbroadcast(pg, _shape_at_use(p, pg.shape))
                 if not isinstance(e, Function):  # a leaf
                     if type(pg) is SliceGrad:
                         pg = pg.dense()
-                    if deliver is None:  # the common case: leaves just accumulate .grad
+                    if deliver is not None:
+                        _deliver_leaf(e, pg, grads, deliver, create_graph, fresh, later)
+                    elif e._grad is None:  # the common case: leaves just accumulate .grad
+                        fresh.append(e)
                         _accumulate(e, pg, create_graph, steal=True)
                     else:
-                        _deliver_leaf(e, pg, grads, deliver[0], deliver[1], create_graph)
+                        later.append((e, pg))
                     continue
                 prev = grads.get(e)
                 if prev is None:
@@ -216,16 +258,70 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                     grads[e] = prev + pg if create_graph else _add_grad(prev, pg, owned)
             if saved and not retain_graph:
                 node.saved = None
+        if later:
+            _add_later(later, create_graph)
+    except BaseException:
+        for t in fresh:
+            t._grad = None
+        _enabled.reset(token)
+        raise
+    try:
+        for node, g in last:  # (once every .grad is in place: DDP's gradient reduction)
+            node.backward(g)
     finally:
         _enabled.reset(token)
 
 
-def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], capture: bool, only: Any,
-                  create_graph: bool) -> None:
-    if capture:  # autograd.grad: gradients of leaves are collected, .grad is left alone
+def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], deliver: tuple[bool, Any] | None,
+                  create_graph: bool, fresh: list[Tensor], later: list[tuple[Tensor, Any]]) -> None:
+    """A leaf's gradient: collected in ``grads`` (autograd.grad), or accumulated into ``.grad``
+    unless ``backward(inputs=)`` leaves this leaf out."""
+    if deliver is not None and deliver[0]:  # autograd.grad: gradients of leaves are collected, .grad is left alone
         prev = grads.get(t)
         grads[t] = g if prev is None else prev + g
-    elif only is None or id(t) in only:
+    elif deliver is None or deliver[1] is None or id(t) in deliver[1]:
+        _store(t, g, create_graph, fresh, later)
+
+
+def _store(t: Tensor, g: Any, create_graph: bool, fresh: list[Tensor], later: list[tuple[Tensor, Any]]) -> None:
+    """Accumulate into ``t.grad`` now if it is None, else once the walk is done (see _walk)."""
+    if t._grad is None:
+        fresh.append(t)
+        _accumulate(t, g, create_graph)
+    else:
+        later.append((t, g))
+
+
+def _add_later(later: list[tuple[Tensor, Any]], create_graph: bool) -> None:
+    """Add the walk's gradients of tensors that had one: first those that give ``.grad`` a new
+    tensor (create_graph; a gradient that cannot take the sum in place), put back if one fails;
+    then the sums in place, which allocate nothing and so cannot fail halfway."""
+    for t, _ in later:
+        if t._mem is not None:
+            break
+    else:
+        if not create_graph:  # every new .grad would come from the heap: no arena can be full
+            for t, g in later:
+                _accumulate(t, g, False)
+            return
+    in_place = []
+    new: list[tuple[Tensor, Any]] = []
+    for t, g in later:
+        gd = t.grad._arr  # type: ignore[union-attr]
+        if create_graph or gd.shape != g.shape or not gd.flags.writeable:
+            new.append((t, g))
+        else:
+            in_place.append((t, g))
+    if new:
+        was = [(t, t.grad) for t, _ in new]
+        try:
+            for t, g in new:
+                _accumulate(t, g, create_graph)
+        except BaseException:
+            for t, old in reversed(was):
+                t._grad = old
+            raise
+    for t, g in in_place:
         _accumulate(t, g, create_graph)
 
 
@@ -239,15 +335,19 @@ _FIRST = [(0,) * n for n in range(33)]  # the index of a one-entry array's entry
 
 
 def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> None:
+    # (below, gradients made with the leaf's shape and dtype go to `_grad`, past the setter's checks)
     if create_graph:
         g = g if isinstance(g, Tensor) else Tensor._make(g)
         t.grad = g if t.grad is None else t.grad + g
         return
-    if g.dtype != t._data.dtype:
-        g = g.astype(t._data.dtype)
-    grad = t.grad
+    if g.dtype != t._arr.dtype:
+        g = g.astype(t._arr.dtype)
+    grad = t._grad
     if grad is not None:
-        gd = grad._data
+        m = grad._mem  # (Tensor._data's check, inlined: the sum writes into it)
+        if m is not None and not m[0]:
+            raise reclaimed_error(m)
+        gd = grad._arr
         if gd.shape == g.shape and gd.flags.writeable:
             if gd.size == 1:
                 # one entry (a scalar parameter): NumPy's scalar add gives the same bits as the
@@ -259,28 +359,25 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> N
         else:
             arr = empty_like_home(t._mem, g.shape, g.dtype)
             B.add_into(gd, g, arr)
-            t.grad = Tensor._make(arr)
-            t.grad._mem = t._mem
+            t._grad = Tensor._make(arr)  # (its token is its storage's: the leaf's arena, or None)
     else:
         buf = t._grad_buf
         if buf is None and t._mem is not None and t._mem[0]:
             # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
             # gradient home there, reused by every backward: steps then allocate nothing for it
-            buf = t._grad_buf = empty_like_home(t._mem, t._data.shape, t._data.dtype)
+            buf = t._grad_buf = empty_like_home(t._mem, t._arr.shape, t._arr.dtype)
         if (steal and buf is None and t._mem is None and type(g) is np.ndarray and g.base is None
                 and g.flags.writeable and _arena.get() is None and sys.getrefcount(g) <= _EXCLUSIVE_REFS):
             # a fresh heap gradient nobody else holds becomes .grad as it is (PyTorch steals it
             # too): no copy of every weight's gradient on every backward
-            t.grad = Tensor._make(g)
+            t._grad = Tensor._make(g)
         elif buf is not None and buf.shape == g.shape and buf.dtype == g.dtype:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation
             B.copyto(buf, g)
-            t.grad = Tensor._make(buf)
-            t.grad._mem = t._mem
+            t._grad = Tensor._make(buf)
         else:
             # a copy (g may be shared with other nodes, or a view) that lives where the leaf lives:
             # a parameter made on the heap keeps its gradient on the heap, not in a step's arena
             arr = empty_like_home(t._mem, g.shape, g.dtype)
             B.copyto(arr, g)
-            t.grad = Tensor._make(arr)
-            t.grad._mem = t._mem
+            t._grad = Tensor._make(arr)  # (its token is its storage's: the leaf's arena, or None)

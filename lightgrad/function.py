@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from . import backend as B
+from . import dtypes as D
 from .autograd import _enabled
-from .memory import _current as _arena
+from .memory import home as _home
 from .memory import reclaimed_error
 
 _new_object = object.__new__
@@ -46,6 +47,13 @@ class Function:
     stamp: int
     out_version: list[int]
     retained: Any = None  # the output tensor, when it asked retain_grad()
+    # its backward runs once the walk is over, every leaf's .grad in place (gradients that add to an
+    # existing .grad land only then: engine._walk); it gives its inputs no gradient (DDP's reduction)
+    runs_last = False
+    # the liveness tokens of the arena storage the backward may read (its inputs' and its output's,
+    # which the arena active at forward also gave its saved temporaries), or None when all is on the
+    # heap: the engine refuses to run a node one of whose arenas was reset since it ran
+    mems: tuple[list[Any], ...] | None = None
 
     def forward(self, *args: Any, **kw: Any) -> Any:
         raise NotImplementedError  # pragma: no cover - every primitive overrides it
@@ -59,12 +67,15 @@ class Function:
         raw = []
         edges = []
         need = False
+        mems: tuple[list[Any], ...] | None = None
         for a in args:
             if isinstance(a, Tensor):
                 m = a._mem
-                if m is not None and not m[0]:
-                    raise reclaimed_error(m)  # its arena was reset: the data is gone
-                raw.append(a._data)
+                if m is not None:
+                    if not m[0]:
+                        raise reclaimed_error(m)  # its arena was reset: the data is gone
+                    mems = (m,) if mems is None else mems if m is mems[-1] else (*mems, m)
+                raw.append(a._arr)  # (checked just above: Tensor._data's check, inlined)
                 if a.requires_grad:
                     need = True
                     edges.append(a._grad_fn or a)
@@ -77,12 +88,18 @@ class Function:
         out = ctx.forward(*raw, **kw) if kw else ctx.forward(*raw)
         # Tensor._make, written out: this runs for every op
         t = _new_object(Tensor)
-        t._data = out if type(out) is np.ndarray else np.asarray(out)
-        t.grad = None
+        t._arr = arr = out if type(out) is np.ndarray else np.asarray(out)
+        t._grad = None
         t._version = version = [0, 0]
-        arena = _arena.get()
-        t._mem = None if arena is None else arena._token
+        # the token of the output's bytes (memory.home): a view of an input gets the input's; an
+        # array that owns its bytes, or a view of one (a reshaped reduction), is the heap's
+        b = arr.base
+        t._mem = m = None if b is None or type(b) is np.ndarray and b.base is None else _home(arr)
         if need and _enabled.get():
+            if m is not None:
+                mems = (m,) if mems is None else mems if m is mems[-1] else (*mems, m)
+            if mems is not None:
+                ctx.mems = mems
             ctx.parents = args
             ctx.edges = edges
             ctx.seq = next(_SEQ)
@@ -353,6 +370,24 @@ class Sqrt(Function):
         return (B.divide(g, B.multiply(self.saved[0], 2)),)
 
 
+class Std(Function):
+    """sqrt of a variance, whose gradient is 0 where the deviation is 0 (constant input, or one
+    element): PyTorch's std_backward. Plain sqrt's gradient there is inf, and inf * 0 gave NaN."""
+
+    saves_out = True
+
+    def forward(self, var):
+        out = B.sqrt(var)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        out = self.saved[0]
+        zero = B.equal(out, 0)
+        # the divisor is 1 where the result is 0, so that no inf or NaN enters the graph there
+        return (B.where(zero, 0.0, B.divide(g, B.where(zero, 1.0, B.multiply(out, 2)))),)
+
+
 class Sin(Function):
     def forward(self, x):
         self.saved = (x,)
@@ -413,6 +448,53 @@ class Sigmoid(Function):
     def backward(self, g):
         out = self.saved[0]
         return (B.multiply(B.multiply(g, out), B.subtract(1, out)),)
+
+
+class LogSigmoid(Function):
+    """log(sigmoid(x)), finite for any x; one node so that its derivative sigmoid(-x) is exact at 0.
+
+    Composed as min(x, 0) - log1p(exp(-|x|)), the pieces' derivatives at exactly 0 (1 for the
+    min, 0 for |x|) give 1 where the answer is 1/2: zero logits are common (zero-initialised heads).
+    """
+
+    saves_out = True
+    traceable = True
+
+    def forward(self, x):
+        out = B.subtract(B.minimum(x, 0), B.log1p(B.exp(B.negative(B.absolute(x)))))
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        # sigmoid(-x) = exp(log(sigmoid(x)) - x): the exponent is <= 0, so it never overflows
+        return (B.multiply(g, B.exp(B.subtract(out, x))),)
+
+
+class Softplus(Function):
+    """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold (PyTorch's definition);
+    the derivative sigmoid(beta x) (1 above the threshold) is exact at 0 and at the extremes."""
+
+    traceable = True
+
+    def forward(self, x, beta, threshold):
+        bx = B.multiply(x, beta) if beta != 1 else x
+        # exp of at most the threshold never overflows; above it x itself is taken
+        soft = B.log1p(B.exp(B.minimum(bx, threshold)))
+        if beta != 1:
+            soft = B.divide(soft, beta)
+        self.saved = (x, beta, threshold)
+        return B.where(B.greater(bx, threshold), x, soft)
+
+    def backward(self, g):
+        x, beta, threshold = self.saved
+        bx = B.multiply(x, beta) if beta != 1 else x
+        if isinstance(x, Tensor):  # create_graph: sigmoid as its node, whose derivative is s (1 - s)
+            sig = Sigmoid.apply(bx)
+        else:
+            with B.errstate(over="ignore"):  # (exp(-bx) = inf gives the right limit 0)
+                sig = B.reciprocal(B.add(B.exp(B.negative(bx)), 1))
+        return (B.multiply(g, B.where(B.greater(bx, threshold), 1.0, sig)), None, None)
 
 
 class Relu(Function):
@@ -477,7 +559,8 @@ class Cast(Function):
         return B.cast(x, dtype)
 
     def backward(self, g):
-        return (B.cast(g, self.dtype) if isinstance(g, np.ndarray) else g.to(self.dtype)),
+        # (under create_graph g is a Tensor: cast through the differentiable op, by its lightgrad dtype)
+        return (B.cast(g, self.dtype) if isinstance(g, np.ndarray) else g.to(D._BY_NP[self.dtype])),
 
 
 class Copy(Function):
@@ -609,9 +692,23 @@ class Digamma(Function):
 
     def backward(self, g):
         x = self.saved[0]
-        # under create_graph the trigamma factor is a constant: polygamma(2) is not implemented
-        tri = Tensor._make(B.trigamma(x._data)) if isinstance(x, Tensor) else B.trigamma(x)
-        return (B.multiply(g, tri),)
+        # (under create_graph x is a Tensor: trigamma as a node, so the second derivative is polygamma(2))
+        return (B.multiply(g, Polygamma.apply(x, 1) if isinstance(x, Tensor) else B.trigamma(x)),)
+
+
+class Polygamma(Function):
+    """The n-th derivative of digamma; its own derivative is polygamma(n + 1), to any order."""
+
+    def forward(self, x, n):
+        self.saved = (x, n)
+        return B.polygamma(n, x)
+
+    def backward(self, g):
+        x, n = self.saved
+        return (B.multiply(g, Polygamma.apply(x, n + 1) if isinstance(x, Tensor) else B.polygamma(n + 1, x)), None)
+
+    def name(self) -> str:
+        return "PolygammaBackward0"
 
 
 # ---- reductions --------------------------------------------------------------------------------
@@ -968,15 +1065,22 @@ class IndexPut(Function):
 class Cat(Function):
     def forward(self, *xs, dim):
         self.dim = dim
-        self.sizes = [x.shape[dim] for x in xs]
-        return B.concatenate(xs, axis=dim)
+        self.shapes = [x.shape for x in xs]
+        nd = max(x.ndim for x in xs)
+        # (a 1-d empty input among inputs of more dims, which PyTorch's cat lets join anything,
+        # adds nothing: it is left out here and gets an empty gradient of its own shape)
+        return B.concatenate([x for x in xs if x.ndim == nd], axis=dim)
 
     def backward(self, g):
         out, start = [], 0
-        for i, n in enumerate(self.sizes):
-            idx = (slice(None),) * self.dim + (slice(start, start + n),)
-            out.append(g[idx] if self.needs(i) else None)
-            start += n
+        for i, s in enumerate(self.shapes):
+            if not self.needs(i):
+                out.append(None)
+            elif len(s) != g.ndim:
+                out.append(_zeros(g, s))
+            else:
+                out.append(g[(slice(None),) * self.dim + (slice(start, start + s[self.dim]),)])
+            start += s[self.dim] if len(s) == g.ndim else 0
         return tuple(out)
 
 
@@ -1136,9 +1240,12 @@ class Einsum(Function):
                 idx = tuple(slice(None) if c in target else None for c in uniq)
                 gi = np.broadcast_to(gi[idx], tuple(sizes[c] for c in uniq))
             if uniq != sub:  # repeated letters (a diagonal): place the gradient on it
-                full = np.zeros(shape, gi.dtype)
-                np.einsum(sub + "->" + uniq, full)[...] = gi
-                gi = full
+                # by gathering it at each position's letters and masking the off-diagonal ones out
+                # (no writes: the same steps record a graph when gi is a Tensor, under create_graph)
+                diag = np.zeros(shape, np.bool_)
+                np.einsum(sub + "->" + uniq, diag)[...] = True
+                at = np.indices(shape, sparse=True)
+                gi = B.where(diag, gi[tuple(at[sub.index(c)] for c in uniq)], 0.0)
             grads.append(gi)
         return tuple(grads)
 
@@ -2055,6 +2162,28 @@ class NotDifferentiable(ZeroGrad):
 
     def name(self) -> str:
         return "NotImplemented"
+
+
+class OnceDifferentiable(Function):
+    """Identity on the path from a composite's result to ``x``, for composites whose first
+    derivative is exact but whose formula has no second (the delta trick: r + (x - x.detach()) * c
+    with c computed without a graph). Its gradient passes once; under create_graph it comes out
+    joined to x's graph through a node whose backward raises, never as a constant."""
+
+    def forward(self, x, op):
+        self.op = op
+        return x
+
+    def backward(self, g):
+        if isinstance(g, Tensor):
+            return (_FirstDerivativeOnly.apply(g, self.parents[0], op=self.op), None)
+        return (g, None)
+
+
+class _FirstDerivativeOnly(NotDifferentiable):
+    def backward(self, g):
+        raise RuntimeError(f"the derivative of {self.op} cannot be differentiated again (create_graph=True): "
+                           "its second derivative is not implemented")
 
 
 def _zeros_like(g: Any, shape: tuple[int, ...], dtype: Any) -> Any:

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import backend as B
 from .function import Function
-from .tensor import Tensor, _as_tensor, _dim, return_types, where
+from .tensor import Tensor, _as_tensor, _dim, return_types, stack, where
 
 __all__ = ["LinAlgError", "vector_norm", "matrix_norm", "norm", "inv", "det", "slogdet", "logdet", "solve",
            "matrix_power", "cholesky", "cross", "svd", "svdvals", "qr", "eigh", "eigvalsh", "pinv", "lstsq",
@@ -107,8 +107,16 @@ class Det(Function):
 
     def backward(self, g):
         A, out = self.saved
-        if isinstance(A, Tensor):  # create_graph: det(A) A^-T, differentiable (A invertible)
-            cof = out.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
+        if isinstance(A, Tensor):  # create_graph: the cofactors as differentiable functions of A
+            n = A.shape[-1]
+            if n > 1 and (B.matrix_rank(A._data) < n).any():
+                # a singular A: each cofactor is the signed determinant of its minor (det A^-T is
+                # not defined there, and inv's huge entries times det's ~0 gave a wrong answer)
+                keep = [[k for k in range(n) if k != i] for i in range(n)]
+                cof = stack([stack([A[..., keep[i], :][..., :, keep[j]].det() * (-1.0) ** (i + j)
+                                    for j in range(n)], -1) for i in range(n)], -2)
+            else:
+                cof = out.unsqueeze(-1).unsqueeze(-1) * inv(A).mT
         else:  # the cofactor matrix: also right where A is singular (det A^-T is not defined there)
             cof = B.cofactor(A)
         return (B.multiply(B.reshape(g, tuple(g.shape) + (1, 1)), cof),)

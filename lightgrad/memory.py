@@ -10,6 +10,7 @@ import contextvars
 import functools
 import re
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +20,10 @@ import numpy as np
 _ALIGN = 64
 _current: contextvars.ContextVar[Arena | None] = contextvars.ContextVar("lightgrad_arena", default=None)
 _arenas: list[Any] = []  # weak references to every arena made, for stats()
+# Moves on every change that may leave what a graph saved unreadable: an in-place modification
+# anywhere (tensor._bump) or an arena reset. The engine checks a node's saved tensors (versions,
+# arenas: Function.mems) only when it moved since the node ran.
+_STAMP = [0]
 
 
 def parse_size(size: int | str) -> int:
@@ -34,11 +39,28 @@ def parse_size(size: int | str) -> int:
     return int(float(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[unit])
 
 
-def _aligned_block(n: int) -> np.ndarray:
-    """n bytes whose first byte sits on a 64-byte boundary (cache lines, SIMD loads)."""
+def _nobody() -> None:
+    return None
+
+
+class _Block(np.ndarray):
+    """An arena's bytes, as an array that knows its arena (weakly: the arena owns its blocks), so
+    that every array over them can tell whose storage it is (``home``). It never leaves this
+    module: the arena's blocks are plain arrays over a memoryview of it."""
+
+    arena: Any = staticmethod(_nobody)  # the arena's weak reference, set when it is made
+
+
+def _aligned_block(n: int, arena: Arena) -> np.ndarray:
+    """n bytes of ``arena`` whose first byte sits on a 64-byte boundary (cache lines, SIMD loads):
+    a plain uint8 array whose base is a memoryview of the _Block that names the arena."""
+    import weakref
+
     raw = np.empty(n + _ALIGN, np.uint8)
     shift = -raw.ctypes.data % _ALIGN
-    return raw[shift:shift + n]
+    tagged = raw[shift:shift + n].view(_Block)
+    tagged.arena = weakref.ref(arena)
+    return np.frombuffer(memoryview(tagged), np.uint8)  # type: ignore[arg-type]
 
 
 class Arena:
@@ -60,16 +82,19 @@ class Arena:
         self.name = name
         self.capacity = parse_size(capacity)
         self.grow = grow
-        self._blocks = [_aligned_block(self.capacity)]
-        self._views = [memoryview(self._blocks[0])]  # type: ignore[arg-type]
+        self._blocks = [_aligned_block(self.capacity, self)]
+        self._views: list[Any] = [self._blocks[0].base]  # the memoryview of each block's _Block
         self._block = 0
         self._offset = 0
         self._used_before = 0  # bytes used in earlier blocks (growing arenas only)
         self.peak = 0
         self.generation = 0  # bumped by reset(): storage handed out before is reclaimed
-        # Tensors made while this arena is active hold this token; reset() clears it, so a tensor
-        # whose storage was reclaimed raises instead of returning stale data (bare-lm has no check).
+        # Every tensor over this arena's bytes holds this token (see ``home``); reset() clears it, so
+        # a tensor whose storage was reclaimed raises instead of returning stale data (bare-lm has no check).
         self._token: list[Any] = [True, self]
+        self._tokens: list[contextvars.Token[Arena | None]] = []  # one per open ``with``, innermost last
+        self._thread: int | None = None  # the thread inside ``with`` this arena, while one is
+        self._lock = threading.Lock()
         # this step's requests (sizes), weak references to its arrays and when each died (request
         # count): kept while a step is learnt, for its plan
         self._sizes: list[int] = []
@@ -153,8 +178,8 @@ class Arena:
         self._used_before += self._offset
         self._block += 1
         if self._block == len(self._blocks) or self._blocks[self._block].size < n:
-            self._blocks.insert(self._block, _aligned_block(max(n, self.capacity)))
-            self._views.insert(self._block, memoryview(self._blocks[self._block]))  # type: ignore[arg-type]
+            self._blocks.insert(self._block, _aligned_block(max(n, self.capacity), self))
+            self._views.insert(self._block, self._blocks[self._block].base)
         self._offset = 0
         self._on_plan = False
 
@@ -172,18 +197,31 @@ class Arena:
         self._on_plan = True
         self._token[0] = False
         self._token = [True, self]
+        _STAMP[0] += 1
         self._block = 0
         self._offset = 0
         self._used_before = 0
         self.generation += 1
 
     def __enter__(self) -> Arena:
-        self._tokens = getattr(self, "_tokens", [])
-        self._tokens.append(_current.set(self))
+        # one thread at a time: bump allocation is not thread-safe, and a reset() would reclaim the
+        # other thread's tensors under it (nested ``with`` of the same arena in one thread is fine)
+        me = threading.get_ident()
+        with self._lock:
+            if self._thread not in (None, me):
+                raise RuntimeError(
+                    f"arena '{self.name}' is already in use by another thread (entered in thread "
+                    f"{self._thread}, now entered from thread {me}); an arena serves one thread at a "
+                    "time: give each thread its own Arena")
+            self._thread = me
+            self._tokens.append(_current.set(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _current.reset(self._tokens.pop())
+        with self._lock:
+            _current.reset(self._tokens.pop())
+            if not self._tokens:
+                self._thread = None
 
     def __repr__(self) -> str:
         return (f"Arena(name={self.name!r}, capacity={self.capacity}, used={self.used}, "
@@ -246,9 +284,40 @@ def empty(shape: tuple[int, ...], dt: Any) -> np.ndarray:
 
 
 def token() -> list[Any] | None:
-    """The liveness token new tensors take: None on the heap, else the active arena's generation."""
+    """The liveness token of storage allocated now: None on the heap, else the active arena's."""
     a = _current.get()
     return None if a is None else a._token
+
+
+# The invariant that keeps reclaimed storage from being read or written: a Tensor's ``_mem`` is
+# ``home(its array)``, the token of the arena generation whose bytes the array views (None for the
+# heap). It follows the bytes, not the arena active when the Tensor was made: every view of a tensor
+# (detach, .data, view, a slice, a transpose, ..., made inside the arena or outside, before the
+# reset) shares its base's token, and a view of a heap tensor made inside an arena has none.
+# - set: Tensor._make, Function.apply and the ``Tensor._data`` setter, from the array;
+# - checked: the ``Tensor._data`` getter, the one way to the array, raises reclaimed_error once
+#   reset() has cleared the token; hot paths read the raw ``_arr`` slot only after that check of
+#   their own (Function.apply), or for metadata (shape, dtype, strides);
+# - backward: a node keeps the tokens of its inputs and output (Function.mems), checked when the
+#   node runs after _STAMP moved (every reset moves it).
+# ``home`` finds the arena from the array: every array over an arena's bytes has, down its chain of
+# bases, a memoryview of the arena's _Block (NumPy's view bases stop at the first array that does
+# not own its bytes, and as_strided adds a wrapper with a ``base``). The arena's current token is
+# the right one: a tensor's array is read through the check (or freshly allocated) before a view of
+# it is made. An array handed out raw (``.numpy()``, ``np.asarray(t)``) cannot be checked: it is
+# valid until the reset.
+def home(arr: np.ndarray) -> list[Any] | None:
+    """The liveness token of the storage ``arr`` views: its arena's, or None for the heap (and for
+    an arena that no longer exists, which no reset can reclaim)."""
+    b = arr.base
+    while b is not None:  # (a view's base is its storage's first owner; as_strided adds a wrapper)
+        if type(b) is memoryview:
+            b = b.obj
+            if type(b) is _Block:
+                a = b.arena()
+                return None if a is None else a._token
+        b = getattr(b, "base", None)
+    return None
 
 
 def empty_like_home(home: list[Any] | None, shape: tuple[int, ...], dt: Any) -> np.ndarray:

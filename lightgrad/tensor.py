@@ -18,10 +18,12 @@ import numpy as np
 
 from . import backend as B
 from . import dtypes as D
-from .autograd import _enabled, is_grad_enabled, no_grad
+from .autograd import _enabled, _recording, is_grad_enabled, no_grad, not_differentiable_twice
+from .memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from .memory import _current as _arena
+from .memory import empty as _alloc
+from .memory import home as _home
 from .memory import reclaimed_error
-from .memory import token as _token
 
 Number = int | builtins.float | builtins.bool
 _SCALARS = (int, float, bool, np.generic)
@@ -52,8 +54,14 @@ class Size(tuple):
         return f"lightgrad.Size({list(self)})"
 
 
-def _dim(d: builtins.int, ndim: builtins.int) -> builtins.int:
-    """A dim in [-ndim, ndim) as a non-negative axis; PyTorch's IndexError otherwise."""
+def _dim(d: builtins.int, ndim: builtins.int, scalar: builtins.bool = True) -> builtins.int:
+    """A dim in [-ndim, ndim) as a non-negative axis; PyTorch's IndexError otherwise.
+
+    As PyTorch's dim wrapping, a 0-d tensor takes dim 0 or -1 (as if it had one dim of size 1: the
+    caller handles that case) unless ``scalar`` is False, as for ops that need a real dim (size,
+    unbind, roll)."""
+    if not ndim and not scalar:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     n = max(ndim, 1)
     if not -n <= d < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
@@ -61,14 +69,18 @@ def _dim(d: builtins.int, ndim: builtins.int) -> builtins.int:
 
 
 def _dims(dim: builtins.int | Sequence[builtins.int] | None, ndim: builtins.int) -> tuple[builtins.int, ...] | None:
+    """Reduction dims as non-negative axes (None: all); () for a 0-d tensor, whose only valid dims
+    are 0 and -1 (checked all the same)."""
     if dim is None:
         return None
     if isinstance(dim, int | np.integer):
-        return (_dim(int(dim), ndim),) if ndim else ()
-    out = tuple(_dim(d, ndim) for d in dim) if ndim else ()
+        d = _dim(int(dim), ndim)
+        return (d,) if ndim else ()
+    out = tuple(_dim(d, ndim) for d in dim)
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
-    return out
+        raise RuntimeError(f"dim {next(d for i, d in enumerate(out) if d in out[:i])} appears multiple times "
+                           "in the list of dims")
+    return out if ndim else ()
 
 
 def _shape_arg(shape: tuple[Any, ...]) -> tuple[builtins.int, ...]:
@@ -78,6 +90,15 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[builtins.int, ...]:
     return tuple(int(s) for s in shape)
 
 
+def _check_reshape(s: tuple[builtins.int, ...], n: builtins.int) -> None:
+    """Raise PyTorch's error where shape ``s`` (one size may be -1) cannot hold ``n`` elements."""
+    if s.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(d for d in s if d != -1)
+    if (-1 in s and (known == 0 or n % known)) or (-1 not in s and known != n) or any(d < -1 for d in s):
+        raise RuntimeError(f"shape '{list(s)}' is invalid for input of size {n}")
+
+
 class Tensor:
     """An n-dimensional array with reverse-mode autograd, like ``torch.Tensor``.
 
@@ -85,48 +106,66 @@ class Tensor:
     tensor([2., 4.])
     """
 
-    __slots__ = ("_data", "requires_grad", "grad", "_grad_fn", "_version", "_mem", "__weakref__", "__dict__")
+    # the gradient lives in `_grad`, behind the checked `grad` property; internal writers that make a
+    # gradient of the right shape and dtype by construction may set `_grad` directly
+    # the array lives in `_arr`, behind the checked `_data` property (see memory.home for `_mem`)
+    __slots__ = ("_arr", "requires_grad", "_grad", "_grad_fn", "_version", "_mem", "__weakref__", "__dict__")
     _view: tuple[Tensor, Any]  # (base, index) on a view made by basic indexing or diagonal(): see _bump
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
     def __init__(self, data: Any = None, *, dtype: Any = None, requires_grad: builtins.bool = False) -> None:
         arr = _to_array(data if data is not None else [], dtype)
-        self._data = arr
+        self._arr = arr
         self.requires_grad = bool(requires_grad)
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self._grad_fn: Any = None
         self._version = [0, 0]  # [in-place modifications, stamp of the last one]
-        self._mem = _token()  # None on the heap; an arena's liveness token inside one
+        self._mem = _home(arr)  # None on the heap; the liveness token of an arena's bytes
 
     @classmethod
     def _make(cls, data: np.ndarray) -> Tensor:
         """Wrap an array without copying or checking (the hot path of every op)."""
         t = object.__new__(Tensor)
         # NumPy returns 0-d results as scalars; a tensor always holds an array (in-place ops, views)
-        t._data = data if type(data) is np.ndarray else np.asarray(data)
+        t._arr = arr = data if type(data) is np.ndarray else np.asarray(data)
         t.requires_grad = False
-        t.grad = None
+        t._grad = None
         t._grad_fn = None
         t._version = [0, 0]
-        a = _arena.get()
-        t._mem = None if a is None else a._token
+        b = arr.base  # (an array that owns its bytes, or a view of one, is the heap's: memory.home)
+        t._mem = None if b is None or type(b) is np.ndarray and b.base is None else _home(arr)
         return t
+
+    # The one way to a tensor's storage: every read or write of the array goes through here (or
+    # checks _mem itself before touching _arr), so a tensor, or any view of it, whose arena was
+    # reset raises instead of reading or writing the bytes' new occupant (memory.home).
+    @property
+    def _data(self) -> np.ndarray:
+        m = self._mem
+        if m is not None and not m[0]:
+            raise reclaimed_error(m)
+        return self._arr
+
+    @_data.setter
+    def _data(self, arr: np.ndarray) -> None:  # new storage: its token comes with it
+        self._arr = arr
+        self._mem = None if arr.base is None else _home(arr)
 
     # ---- attributes ----------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return Size(self._arr.shape)
 
     def size(self, dim: builtins.int | None = None) -> Any:
         """``x.size()`` is the shape; ``x.size(0)`` one of its sizes."""
         if dim is None:
-            return Size(self._data.shape)
-        return self._data.shape[_dim(dim, self._data.ndim)]
+            return Size(self._arr.shape)
+        return self._arr.shape[_dim(dim, self._arr.ndim, scalar=False)]
 
     @property
     def dtype(self) -> D.dtype:
-        return D._BY_NP[self._data.dtype]
+        return D._BY_NP[self._arr.dtype]
 
     @property
     def device(self) -> Any:
@@ -139,41 +178,74 @@ class Tensor:
 
     @property
     def ndim(self) -> builtins.int:
-        return self._data.ndim
+        return self._arr.ndim
 
     def dim(self) -> builtins.int:
-        return self._data.ndim
+        return self._arr.ndim
 
     ndimension = dim
 
     def numel(self) -> builtins.int:
-        return self._data.size
+        return self._arr.size
 
     nelement = numel
 
     def element_size(self) -> builtins.int:
-        return self._data.itemsize
+        return self._arr.itemsize
 
     @property
     def itemsize(self) -> builtins.int:
-        return self._data.itemsize
+        return self._arr.itemsize
 
     @property
     def nbytes(self) -> builtins.int:
-        return self._data.nbytes
+        return self._arr.nbytes
 
     def is_floating_point(self) -> builtins.bool:
-        return self._data.dtype.kind == "f"
+        return self._arr.dtype.kind == "f"
 
     def is_contiguous(self) -> builtins.bool:
-        return bool(self._data.flags.c_contiguous)
+        return bool(self._arr.flags.c_contiguous)
 
     def stride(self, dim: builtins.int | None = None) -> Any:
-        st = tuple(s // self._data.itemsize for s in self._data.strides)
-        return st if dim is None else st[_dim(dim, self.ndim)]
+        st = tuple(s // self._arr.itemsize for s in self._arr.strides)
+        return st if dim is None else st[_dim(dim, self.ndim, scalar=False)]
 
     def data_ptr(self) -> builtins.int:
-        return int(self._data.__array_interface__["data"][0])
+        return int(self._arr.__array_interface__["data"][0])
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient backward accumulated here (None until then); assignable, as in PyTorch."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        # PyTorch's checks and messages (THPVariable_set_grad); its message goes on to advise setting
+        # `grad_dtype`, which lightgrad does not have, so that part is left out
+        if value is not None:
+            if not isinstance(value, Tensor):
+                kind = type(value)  # named as PyTorch names it: 'list', 'numpy.ndarray'
+                name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {name}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
+            got, own = value._data, self._data
+            if got.dtype != own.dtype:
+                # PyTorch names the gradient's dtype as C++ does and the tensor's by its ScalarType
+                cpp = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
+                       "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int"}
+                scalar = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char",
+                          "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool"}
+                g_name, t_name = got.dtype.name, own.dtype.name
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{cpp.get(g_name, g_name)}' to a "
+                                   f"tensor with grad_dtype '{scalar.get(t_name, t_name)}'. The gradient must "
+                                   "match the tensor's grad_dtype (defaults to the tensor's dtype).")
+            if got.shape != own.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(got.shape)}' to a tensor of "
+                                   f"size '{list(own.shape)}'. Please ensure that the gradient and the tensor "
+                                   "are the same size")
+        self._grad = value
 
     @property
     def grad_fn(self) -> Any:
@@ -222,10 +294,7 @@ class Tensor:
 
     # ---- conversion ----------------------------------------------------------------------------
     def _live(self) -> np.ndarray:
-        """The array, after checking that an arena reset has not reclaimed it."""
-        m = self._mem
-        if m is not None and not m[0]:
-            raise reclaimed_error(m)
+        """The array, after checking that an arena reset has not reclaimed it (as ``_data`` does)."""
         return self._data
 
     def item(self) -> Number:
@@ -239,7 +308,11 @@ class Tensor:
         return self._live().tolist()
 
     def numpy(self, *, force: builtins.bool = False) -> np.ndarray:
-        """The underlying array (shared memory); refuses when grad is required, like PyTorch."""
+        """The underlying array (shared memory); refuses when grad is required, like PyTorch.
+
+        The array is not checked afterwards: for a tensor made in an arena it is valid until that
+        arena's ``reset()``, after which it shows the bytes' next occupant (copy it, or ``clone()``
+        the tensor outside the arena, to keep it)."""
         self._live()
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
@@ -248,6 +321,8 @@ class Tensor:
 
     def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> np.ndarray:
         a = self._live()
+        if self.requires_grad and _recording.get() is not None:
+            raise not_differentiable_twice("np.asarray")
         if dtype is not None and a.dtype != dtype:
             return a.astype(dtype)
         return a.copy() if copy else a
@@ -378,9 +453,9 @@ class Tensor:
         return tensor_repr(self)
 
     def __len__(self) -> builtins.int:
-        if not self._data.ndim:
+        if not self._arr.ndim:  # (metadata: the storage is not read)
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self._arr.shape[0]
 
     def __iter__(self) -> Iterator[Tensor]:
         if not self._data.ndim:
@@ -434,49 +509,49 @@ class Tensor:
 
     # ---- arithmetic (operators and their method forms) -----------------------------------------
     def __add__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._arr.size >= _REUSE_MIN or isinstance(o, Tensor) and o._arr.size >= _REUSE_MIN:
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Add.apply(self, o, out=out)
         return _binary(F.Add, self, o)
 
     def __radd__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
+        if self._arr.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Add.apply(o, self, out=out)
         return _binary(F.Add, o, self)
 
     def __sub__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._arr.size >= _REUSE_MIN or isinstance(o, Tensor) and o._arr.size >= _REUSE_MIN:
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Sub.apply(self, o, out=out)
         return _binary(F.Sub, self, o)
 
     def __rsub__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
+        if self._arr.size >= _REUSE_MIN:  # (o is a number: a Tensor's own operator ran first)
             out = _reusable(self, o, True)
             if out is not None:
                 return F.Sub.apply(o, self, out=out)
         return _binary(F.Sub, o, self)
 
     def __mul__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._arr.size >= _REUSE_MIN or isinstance(o, Tensor) and o._arr.size >= _REUSE_MIN:
             out = _reusable(self, o, False)
             if out is not None:
                 return F.Mul.apply(self, o, out=out)
         return _binary(F.Mul, self, o)
 
     def __rmul__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN:
+        if self._arr.size >= _REUSE_MIN:
             out = _reusable(self, o, False)
             if out is not None:
                 return F.Mul.apply(o, self, out=out)
         return _binary(F.Mul, o, self)
 
     def __truediv__(self, o: Any) -> Tensor:
-        if self._data.size >= _REUSE_MIN or isinstance(o, Tensor) and o._data.size >= _REUSE_MIN:
+        if self._arr.size >= _REUSE_MIN or isinstance(o, Tensor) and o._arr.size >= _REUSE_MIN:
             out = _reusable(self, o, False)
             if out is not None:
                 return F.Div.apply(self, o, out=out)
@@ -498,15 +573,19 @@ class Tensor:
         return _as_tensor(o).matmul(self)
 
     def __floordiv__(self, o: Any) -> Tensor:
+        _check_divisor(self, o)
         return self._nograd_binary(B.floor_divide, o)
 
     def __rfloordiv__(self, o: Any) -> Tensor:
+        _check_divisor(o, self)
         return _as_tensor(o, self)._nograd_binary(B.floor_divide, self)
 
     def __mod__(self, o: Any) -> Tensor:
+        _check_divisor(self, o)
         return _binary(F.Remainder, self, o)
 
     def __rmod__(self, o: Any) -> Tensor:
+        _check_divisor(o, self)
         return _binary(F.Remainder, o, self)
 
     def __neg__(self) -> Tensor:
@@ -552,13 +631,16 @@ class Tensor:
     def __ge__(self, o: Any) -> Tensor:
         return self._compare(B.greater_equal, o)
 
-    def _compare(self, f: Any, o: Any) -> Tensor:
-        a, b = _promote(self, o)
-        return Tensor._make(f(a._data, _raw(b)))
-
     def _nograd_binary(self, f: Any, o: Any) -> Tensor:
         a, b = _promote(self, o)
-        return Tensor._make(f(a._data, _raw(b)))
+        try:
+            return Tensor._make(f(a._data, _raw(b)))
+        except ValueError:  # shapes that do not broadcast: PyTorch's words, not NumPy's
+            if isinstance(b, Tensor):
+                _check_broadcast(a._data.shape, b._data.shape)
+            raise
+
+    _compare = _nograd_binary
 
     def add(self, other: Any, *, alpha: Number = 1) -> Tensor:
         return self + (other if alpha == 1 else other * alpha)
@@ -576,6 +658,7 @@ class Tensor:
     def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         if rounding_mode is None:
             return self / other
+        _check_divisor(self, other)
         q = self / other
         return (q.floor() if rounding_mode == "floor" else q.trunc()).to(_promote(self, other)[0].dtype)
 
@@ -602,6 +685,7 @@ class Tensor:
         return self % o
 
     def fmod(self, o: Any) -> Tensor:
+        _check_divisor(self, o)
         return _binary(F.Fmod, self, o)
 
     # ---- elementwise math ----------------------------------------------------------------------
@@ -826,6 +910,14 @@ class Tensor:
         """d/dx lgamma(x): ``tensor([1.]).digamma()`` is -0.5772 (minus Euler's constant)."""
         return F.Digamma.apply(_floating(self))
 
+    def polygamma(self, n: builtins.int) -> Tensor:
+        """The n-th derivative of digamma: ``tensor([1.]).polygamma(1)`` is pi^2 / 6."""
+        if not isinstance(n, builtins.int) or isinstance(n, builtins.bool):
+            raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+        if n < 0:
+            raise RuntimeError("polygamma(n, x) does not support negative n.")
+        return F.Polygamma.apply(_floating(self), n)
+
     def logit(self, eps: builtins.float | None = None) -> Tensor:
         """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
         x = _floating(self)
@@ -971,6 +1063,9 @@ class Tensor:
     def digamma_(self) -> Tensor:
         return self._inplace(lambda s: s.digamma())
 
+    def polygamma_(self, n: builtins.int) -> Tensor:
+        return self._inplace(lambda s: s.polygamma(n))
+
     def logit_(self, eps: builtins.float | None = None) -> Tensor:
         return self._inplace(lambda s: s.logit(eps))
 
@@ -1097,7 +1192,7 @@ class Tensor:
         x = cat([_as_tensor(p, self) for p in parts], d) if len(parts) > 1 else self
         for _ in range(n):
             m = max(x.shape[d] - 1, 0)
-            hi, lo = x.narrow(d, 1, m), x.narrow(d, 0, m)
+            hi, lo = x.narrow(d, min(1, x.shape[d]), m), x.narrow(d, 0, m)
             x = hi.logical_xor(lo) if x._data.dtype == np.bool_ else hi - lo
         return x
 
@@ -1325,9 +1420,9 @@ class Tensor:
         x = self
         if dtype is not None:
             x = x.to(dtype)
-        elif x._data.dtype.kind in "biu":
+        elif x._arr.dtype.kind in "biu":
             x = x.to(D.int64)
-        return F.Sum.apply(x, None if dim is None else _dims(dim, x._data.ndim), keepdim)
+        return F.Sum.apply(x, None if dim is None else _dims(dim, x._arr.ndim), keepdim)
 
     def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self
@@ -1353,7 +1448,8 @@ class Tensor:
 
     def std(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
             correction: builtins.float | None = None) -> Tensor:
-        return self.var(dim, unbiased, keepdim, correction=correction).sqrt()
+        """Standard deviation with Bessel's ``correction`` (default 1); its gradient is 0 where it is 0."""
+        return F.Std.apply(self.var(dim, unbiased, keepdim, correction=correction))
 
     def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
@@ -1361,12 +1457,12 @@ class Tensor:
 
     def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
-        _check_nonempty(self, axes, "amax")
+        _check_nonempty(self, dim, "amax")
         return F.Amax.apply(self, axes=axes, keepdim=keepdim)
 
     def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
-        _check_nonempty(self, axes, "amin")
+        _check_nonempty(self, dim, "amin")
         return F.Amin.apply(self, axes=axes, keepdim=keepdim)
 
     def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
@@ -1374,20 +1470,22 @@ class Tensor:
         if isinstance(dim, Tensor):
             return self.maximum(dim)
         if dim is None:
+            _check_nonempty(self, None, "max")
             return self.amax()
-        return self._extreme_dim(dim, keepdim, B.argmax)
+        return self._extreme_dim(dim, keepdim, B.argmax, "max")
 
     def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         if dim is None:
+            _check_nonempty(self, None, "min")
             return self.amin()
-        return self._extreme_dim(dim, keepdim, B.argmin)
+        return self._extreme_dim(dim, keepdim, B.argmin, "min")
 
-    def _extreme_dim(self, dim: builtins.int, keepdim: builtins.bool, arg: Any) -> Any:
+    def _extreme_dim(self, dim: builtins.int, keepdim: builtins.bool, arg: Any, name: str) -> Any:
         d = _dim(dim, self.ndim)
         x = self if self.ndim else self.reshape(1)
-        _check_nonempty(x, (d,), "max")
+        _check_nonempty(x, d, name)
         idx = arg(x._data, axis=d)
         vals = F.MaxDim.apply(x, dim=d, keepdim=keepdim or not self.ndim, idx=idx)
         ind = Tensor._make(np.expand_dims(idx, d) if keepdim else idx)
@@ -1396,12 +1494,14 @@ class Tensor:
         return values_indices(vals, ind)
 
     def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        _check_nonempty(self, dim, "argmax")
         if dim is None:
             return Tensor._make(np.asarray(B.argmax(self._data), np.int64))
         d = _dim(dim, self.ndim)
         return Tensor._make(B.argmax(self._data, axis=d, keepdims=keepdim))
 
     def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        _check_nonempty(self, dim, "argmin")
         if dim is None:
             return Tensor._make(np.asarray(B.argmin(self._data), np.int64))
         d = _dim(dim, self.ndim)
@@ -1409,6 +1509,8 @@ class Tensor:
 
     def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) computed stably: the max is taken out first (and has no gradient)."""
+        if not self._data.size:  # nothing to overflow, and no max to take out: log(0) = -inf
+            return self.exp().sum(dim, keepdim).log()
         m = self.detach().amax(dim, keepdim=True)
         m = m.masked_fill(m.isinf(), 0)
         out = (self - m).exp().sum(dim, keepdim=True).log() + m
@@ -1416,7 +1518,9 @@ class Tensor:
 
     def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
-        return F.Cumsum.apply(x, dim=_dim(dim, x.ndim))
+        y, d = x._along(dim)
+        out = F.Cumsum.apply(y, dim=d)
+        return out if x.ndim else out.reshape(())
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
@@ -1430,10 +1534,19 @@ class Tensor:
             s = (x * x).sum(dim, keepdim)
             # sqrt'(0) is infinite; PyTorch's norm takes the subgradient 0 there
             return where(s == 0, s, s.clamp(min=np.finfo(x._data.dtype).tiny).sqrt())
-        if p in (math.inf, "inf"):
-            return x.abs().amax(dim if dim is not None else (), keepdim)
-        if p in (-math.inf, "-inf"):
-            return x.abs().amin(dim if dim is not None else (), keepdim)
+        if p in (math.inf, "inf", -math.inf, "-inf"):
+            sign = "-" if p in (-math.inf, "-inf") else ""
+            if not x._data.size:  # the max (or min) of nothing: PyTorch's words, not amax's
+                if dim is None:
+                    raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on an empty tensor "
+                                       "because the operation does not have an identity")
+                empty = [d for d in _dims(dim, x.ndim) or () if not x.shape[d]]
+                if empty:
+                    raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on the dimension "
+                                       f"{empty[0]}because this dimension is empty and the operation does not "
+                                       "have an identity")
+            ext = x.abs().amin if sign else x.abs().amax
+            return ext(dim if dim is not None else (), keepdim)
         if p == 1:
             return x.abs().sum(dim, keepdim)
         if p == 0:
@@ -1452,12 +1565,23 @@ class Tensor:
         return Tensor._make(np.asarray(np.count_nonzero(self._data, axis=_dims(dim, self.ndim)), np.int64))
 
     def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        x = _floating(self.to(dtype) if dtype is not None else self)
-        return F.Softmax.apply(x, dim=_dim(dim, x.ndim))
+        return self._softmax(F.Softmax, "softmax", dim, dtype)
 
     def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
-        x = _floating(self.to(dtype) if dtype is not None else self)
-        return F.LogSoftmax.apply(x, dim=_dim(dim, x.ndim))
+        return self._softmax(F.LogSoftmax, "log_softmax", dim, dtype)
+
+    def _softmax(self, fn: Any, name: str, dim: builtins.int, dtype: Any) -> Tensor:
+        """softmax or log_softmax in ``dtype``: a 0-d tensor along dim 0 or -1 is one of one element;
+        integers have no kernel in PyTorch (pass a float ``dtype``)."""
+        x = self.to(dtype) if dtype is not None else self
+        y, d = x._along(dim)
+        if y._data.dtype.kind != "f":
+            if y._data.size:
+                kernel = f"{name}_lastdim_kernel_impl" if d == y.ndim - 1 else f"{name}_kernel_impl"
+                raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_TYPE[x.dtype.name]}'")
+            return x.clone()
+        out = fn.apply(y, dim=d)
+        return out if x.ndim else out.reshape(())
 
     # ---- sorting, scans and indexing (compat) ---------------------------------------------------
     # Sorting and selection compute indices over the raw array (backend, no graph) and take the
@@ -1466,6 +1590,11 @@ class Tensor:
         """self (a 0-d tensor as shape (1,)) and ``dim`` as a non-negative axis."""
         d = _dim(dim, self.ndim)
         return (self if self.ndim else self.reshape(1)), d
+
+    def _cum_along(self, dim: builtins.int, name: str) -> tuple[Tensor, builtins.int]:
+        if not self.ndim and dim not in (0, -1):  # (cummax and cummin word it their own way)
+            raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
+        return self._along(dim)
 
     def _picked(self, x: Tensor, d: builtins.int, idx: np.ndarray, keepdim: builtins.bool, kind: Any) -> Any:
         """x's values at ``idx`` along d (differentiable) and the indices, as a ``kind`` named tuple."""
@@ -1513,6 +1642,7 @@ class Tensor:
     def kthvalue(self, k: builtins.int, dim: builtins.int = -1, keepdim: builtins.bool = False) -> Any:
         """The k-th smallest value (k from 1) along ``dim`` and its index: ``x.kthvalue(1)`` is the min."""
         x, d = self._along(dim)
+        _check_nonempty(x, d, "kthvalue")
         n = x.shape[d]
         if not 1 <= k <= n:
             raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}: "
@@ -1540,8 +1670,7 @@ class Tensor:
             return F.Gather.apply(x, dim=0, index=B.median_indices(x._data, 0, ignore_nan)).reshape(())
         x, d = self._along(dim)
         name = "nanmedian" if ignore_nan else "median"
-        if not x.shape[d]:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        _check_nonempty(x, d, name)
         kind = return_types.nanmedian if ignore_nan else return_types.median
         return self._picked(x, d, B.median_indices(x._data, d, ignore_nan), keepdim, kind)
 
@@ -1552,8 +1681,7 @@ class Tensor:
         mode(values=tensor(1), indices=tensor(3))
         """
         x, d = self._along(dim)
-        if not x.shape[d]:
-            raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+        _check_nonempty(x, d, "mode")
         return self._picked(x, d, B.mode_indices(x._data, d), keepdim, return_types.mode)
 
     def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
@@ -1578,11 +1706,11 @@ class Tensor:
         >>> lightgrad.tensor([1.0, 3.0, 2.0]).cummax(0).values
         tensor([1., 3., 3.])
         """
-        x, d = self._along(dim)
+        x, d = self._cum_along(dim, "cummax")
         return self._picked(x, d, B.cumext_indices(x._data, d, True), True, return_types.cummax)
 
     def cummin(self, dim: builtins.int) -> Any:
-        x, d = self._along(dim)
+        x, d = self._cum_along(dim, "cummin")
         return self._picked(x, d, B.cumext_indices(x._data, d, False), True, return_types.cummin)
 
     def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
@@ -1601,34 +1729,88 @@ class Tensor:
     def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
         """(min, max) over ``dim`` (all elements by default), as amin and amax."""
         dims = () if dim is None else dim
+        _check_nonempty(self, dim, "aminmax")
         return return_types.aminmax(self.amin(dims, keepdim), self.amax(dims, keepdim))
 
-    def _index_along(self, op: str, dim: builtins.int, index: Any,
-                     source: Tensor | None) -> tuple[builtins.int, np.ndarray]:
-        """Checks for the index_* ops; returns dim as an axis and the index as int64 (1-D)."""
-        d = _dim(dim, self.ndim)
+    def _index_along(self, op: str, dim: builtins.int, index: Any, source: Any,
+                     alpha: Number = 1) -> tuple[builtins.int, np.ndarray]:
+        """PyTorch's checks for index_add, index_copy, index_fill or index_reduce (``op``; ``source``
+        is the value for index_fill), in its order and words; returns dim as an axis and the index as
+        int64 (1-D), negative entries of index_fill's counted from the end."""
         ix = _raw(index) if isinstance(index, Tensor) else np.asarray(index)
-        if ix.dtype.kind not in "iu":
-            raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index but got: "
-                               f"{D._BY_NP[ix.dtype].name.capitalize() if ix.dtype in D._BY_NP else ix.dtype}")
-        if ix.ndim > 1:
-            raise IndexError(f"{op}(): Index is supposed to be a vector, got {ix.ndim} dims")
+        name = _SCALAR_TYPE[D._BY_NP[ix.dtype].name] if ix.dtype in D._BY_NP else str(ix.dtype)
+        if op == "index_fill":
+            if isinstance(source, Tensor) and source.ndim:
+                raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                                   f"{source.ndim} dimension(s).")
+            if ix.dtype != np.int64:
+                raise IndexError("index_fill_(): Expected dtype int64 for index.")
+            d = _dim(dim, self.ndim)
+            if ix.ndim > 1:
+                raise RuntimeError("Index has to be a vector/scalar")
+            kind = "index_fill"
+        else:
+            d = _dim(dim, self.ndim)
+            mine, theirs = _SCALAR_TYPE[self.dtype.name], _SCALAR_TYPE[source.dtype.name]
+            if op == "index_copy":
+                self._check_index_copy(d, ix, name, source, mine, theirs)
+                kind = "index_copy"
+            else:
+                self._check_index_add(op, d, ix, name, source, mine, theirs)
+                # (PyTorch's CPU kernel hands an int64 index with alpha 1 along the first or last of two
+                # or more dims to scatter_add, and so says it in scatter's words)
+                fast = op == "index_add" and self.ndim > 1 and d in (0, self.ndim - 1) and alpha == 1 \
+                    and ix.dtype == np.int64
+                kind = "scatter" if fast else "index"
         ix = ix.reshape(-1).astype(np.int64, copy=False)
         n = self.shape[d] if self.ndim else 1
-        _check_bounds(ix, n, d)
-        if source is not None:
-            if source._data.dtype != self._data.dtype:
-                raise RuntimeError(f"{op}(): self ({self.dtype.name.capitalize()}) and source "
-                                   f"({source.dtype.name.capitalize()}) must have the same scalar type")
-            ssize = source.shape[d] if source.ndim else 1
-            if ssize != len(ix):
-                raise RuntimeError(f"{op}(): Number of indices ({len(ix)}) should be equal to source.size(dim): "
-                                   f"({ssize}), for dim: {d}")
-            want = tuple(len(ix) if i == d else s for i, s in enumerate(self.shape))
-            if source.ndim and tuple(source.shape) != want:
-                raise RuntimeError(f"{op}(): source shape {list(source.shape)} does not match self's "
-                                   f"{list(self.shape)} outside dim {d} (expected {list(want)})")
-        return d, ix
+        _check_index(ix, n, d, kind)
+        return d, (ix + n * (ix < 0) if kind == "index_fill" else ix)
+
+    def _check_index_add(self, op: str, d: builtins.int, ix: np.ndarray, name: str, source: Tensor, mine: str,
+                         theirs: str) -> None:
+        """index_add's (and index_reduce's) checks of index and source, in PyTorch's order."""
+        if ix.ndim > 1:
+            raise IndexError(f"{op}_(): Index is supposed to be a vector, but got dim: {ix.ndim} with type: {name} "
+                             f"and size: {list(ix.shape)}")
+        if ix.dtype not in (np.int64, np.int32):
+            raise RuntimeError(f"{op}_(): Expected dtype int32/int64 for index but got: {name}")
+        if mine != theirs:
+            raise RuntimeError(f"{op}_(): self ({mine}) and source ({theirs}) must have the same scalar type")
+        n_src = source.shape[d] if source.ndim else 1
+        if ix.size != n_src:
+            raise RuntimeError(f"{op}_(): Number of indices ({ix.size}) should be equal to source.size(dim): "
+                               f"({n_src}), for dim: {d}")
+        both = source.ndim and self.ndim  # (the dim is left out of the comparison only where both have it)
+        if [s for i, s in enumerate(self.shape) if i != d or not both] != \
+                [s for i, s in enumerate(source.shape) if i != d or not both]:
+            raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
+                               f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
+
+    def _check_index_copy(self, d: builtins.int, ix: np.ndarray, name: str, source: Tensor, mine: str,
+                          theirs: str) -> None:
+        """index_copy's checks of index and source, in PyTorch's order."""
+        if ix.ndim > 1:
+            raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {ix.ndim})")
+        if not source.ndim and ix.size != 1:
+            raise IndexError(f"index_copy_(): When source is scalar, index should have one element (got {ix.size})")
+        if source.ndim and self.ndim and source.ndim != self.ndim:
+            raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality "
+                             f"must match. Source dimensionality ({source.ndim}), destination dimensionality "
+                             f"({self.ndim})")
+        if ix.dtype != np.int64:
+            raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {name}")
+        if mine != theirs:
+            raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
+                               f"{mine} and (source) {theirs}")
+        ds = " ".join(str(s) for i, s in enumerate(self.shape) if i != d)
+        ss = " ".join(str(s) for i, s in enumerate(source.shape) if i != d)
+        if ds != ss:
+            raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice shapes. Destination "
+                               f"slice shape: {ds} at dimension {d} and source slice shape: {ss} at dimension 0.")
+        if source.ndim and ix.size != source.shape[d]:
+            raise IndexError(f"index_copy_(): Number of indices ({ix.size}) should be equal to source.size(dim) "
+                             f"({source.shape[d]})")
 
     def _index_grid(self, d: builtins.int, ix: np.ndarray, shape: Any) -> Tensor:
         """The 1-D index ``ix`` laid along d and broadcast to ``shape`` (for scatter)."""
@@ -1642,14 +1824,14 @@ class Tensor:
         >>> lightgrad.zeros(3).index_add(0, lightgrad.tensor([0, 0, 2]), lightgrad.ones(3))
         tensor([2., 0., 1.])
         """
-        d, ix = self._index_along("index_add", dim, index, source)
+        d, ix = self._index_along("index_add", dim, index, source, alpha)
         if not self.ndim:
             return self + source.reshape(()) * alpha * len(ix)
         s = source if alpha == 1 else source * alpha
         return self.scatter_add(d, self._index_grid(d, ix, s.shape), s)
 
     def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
-        self._index_along("index_add_", dim, index, source)
+        self._index_along("index_add", dim, index, source, alpha)
         return self._inplace(lambda s: s.index_add(dim, index, source, alpha=alpha), source)
 
     def index_copy(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
@@ -1660,20 +1842,18 @@ class Tensor:
         return self.scatter(d, self._index_grid(d, ix, source.shape), source)
 
     def index_copy_(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
-        self._index_along("index_copy_", dim, index, source)
+        self._index_along("index_copy", dim, index, source)
         return self._inplace(lambda s: s.index_copy(dim, index, source), source)
 
     def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
         """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
-        d, ix = self._index_along("index_fill", dim, index, None)
-        if isinstance(value, Tensor) and value.ndim:
-            raise IndexError(f"index_fill_(): Expected a 0-dim value tensor, got one with {value.ndim} dims")
+        d, ix = self._index_along("index_fill", dim, index, value)
         n = self.shape[d] if self.ndim else 1
         mask = B.isin(B.arange(n), ix).reshape([n if i == d else 1 for i in range(self.ndim)])
         return self.masked_fill(Tensor._make(mask), value)
 
     def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
-        self._index_along("index_fill_", dim, index, None)
+        self._index_along("index_fill", dim, index, value)
         return self._inplace(lambda s: s.index_fill(dim, index, value), value)
 
     def scatter_reduce(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
@@ -1687,7 +1867,7 @@ class Tensor:
         ix = _int_index(index, "scatter_reduce")
         if ix.ndim != self.ndim:
             raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
-        _check_bounds(ix, self.shape[d], d)
+        _check_index(ix, self.shape[d], d, "scatter")
         idx = Tensor._make(ix)
         if src._data.dtype != self._data.dtype:
             raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype, got "
@@ -1719,8 +1899,10 @@ class Tensor:
                 c_self = where(xs == 0, nz * (zc == 1), nz / where(xs == 0, 1, xs) * (zc == 0))
                 nzv, zcv = nz.gather(d, idx), zc.gather(d, idx)
                 c_src = where(xv == 0, nzv * (zcv == 1), nzv / where(xv == 0, 1, xv) * (zcv == 0))
-            ds = where(own, (self - xs) * c_self, 0.0)
-            return r + ds + zeros_like(self).scatter_add(d, idx, (sv - xv) * c_src)
+            # (exact to first order only: the coefficients are constants of the graph)
+            once = F.OnceDifferentiable.apply
+            ds = where(own, (once(self, op="scatter_reduce (prod)") - xs) * c_self, 0.0)
+            return r + ds + zeros_like(self).scatter_add(d, idx, (once(sv, op="scatter_reduce (prod)") - xv) * c_src)
         # the delta x - x.detach() is 0 in value and 1 in gradient; each equal extreme gets 1/count
         with no_grad():
             # (as PyTorch, an excluded self equal to the result still counts in the split)
@@ -1741,19 +1923,13 @@ class Tensor:
     def take(self, index: Tensor) -> Tensor:
         """Elements of the flattened tensor at ``index`` (any shape): ``x.take(i)`` is ``x.flatten()[i]``."""
         ix = _int_index(index, "take")
-        n = self.numel()
-        if ix.size and (ix.max() >= n or ix.min() < -n):
-            bad = int(ix.max() if ix.max() >= n else ix.min())
-            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+        _check_index(ix, self.numel(), 0, "take")
         return self.reshape(-1)[Tensor._make(ix)]
 
     def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
         """A copy with ``source`` written (or added) at flat positions ``index``."""
         ix = _int_index(index, "put")
-        n = self.numel()
-        if ix.size and (ix.max() >= n or ix.min() < -n):
-            bad = int(ix.max() if ix.max() >= n else ix.min())
-            raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+        _check_index(ix, self.numel(), 0, "take")
         if source.numel() != ix.size:
             raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, "
                                f"but got source.numel() = {source.numel()}, index.numel() = {ix.size}")
@@ -1777,7 +1953,7 @@ class Tensor:
     def unique_consecutive(self, return_inverse: builtins.bool = False, return_counts: builtins.bool = False,
                            dim: builtins.int | None = None) -> Any:
         """Runs of equal consecutive values (slices along ``dim``) collapsed to one."""
-        d = None if dim is None else _dim(dim, self.ndim)
+        d = None if dim is None else _dim(dim, self.ndim, scalar=False)
         u, inv, cnt = B.unique_consecutive(self._data, d)
         return _unique_result(u, inv, cnt, return_inverse, return_counts)
 
@@ -2075,6 +2251,8 @@ class Tensor:
 
     def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
         """The slice at ``index`` along ``dim``, that dim removed: ``x.select(1, 0)`` is ``x[:, 0]``."""
+        if not self.ndim:
+            raise IndexError("select() cannot be applied to a 0-dim tensor.")
         d = _dim(dim, self.ndim)
         n = self.shape[d]
         if not -n <= index < n:
@@ -2120,11 +2298,7 @@ class Tensor:
 
     def split_with_sizes(self, split_sizes: Sequence[builtins.int], dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """Pieces of the given sizes along ``dim`` (they must add up to its length)."""
-        d = _dim(dim, self.ndim)
-        if builtins.sum(split_sizes) != self.shape[d]:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {self.shape[d]} "
-                               f"(input tensor's size at dimension {d}), but got split_sizes={list(split_sizes)}")
-        return tuple(self.split(list(split_sizes), d))
+        return self.split(list(split_sizes), dim)
 
     def sum_to_size(self, *size: Any) -> Tensor:
         """Sum broadcast dims away to reach ``size``: ``ones(2, 3).sum_to_size(1, 3)`` is ``[[2, 2, 2]]``."""
@@ -2190,6 +2364,8 @@ class Tensor:
             raise RuntimeError(f"renorm: non-positive-norm not supported, got p = {p}")
         if maxnorm < 0:
             raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+        if self.ndim < 2:
+            raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {self.ndim} dimensions")
         d = _dim(dim, self.ndim)
         others = tuple(i for i in range(self.ndim) if i != d)
         norm = self.norm(p, others, keepdim=True) if others else self.abs()
@@ -2334,16 +2510,8 @@ class Tensor:
         if reduce not in ("prod", "mean", "amax", "amin"):
             raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got "
                                f"{reduce}.")
-        if index._data.dtype not in (np.int64, np.int32):
-            raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
-                               f"{index.dtype.name.capitalize()}")
-        if index.ndim > 1:
-            raise IndexError(f"index_reduce_(): Index is supposed to be a vector, got {index.ndim} dims")
-        d = _dim(dim, max(self.ndim, 1))
+        d, _ = self._index_along("index_reduce", dim, index, source)
         src = source if source.ndim else source.reshape(1)
-        if index.numel() != (src.shape[d] if src.ndim else 1):
-            raise RuntimeError(f"index_reduce_(): Number of indices ({index.numel()}) should be equal to "
-                               f"source.size(dim): ({src.shape[d] if src.ndim else 1}), for dim: {d}")
         view = [1] * src.ndim
         view[d] = -1
         idx = index.to(D.int64).reshape(view).expand(src.shape)
@@ -2357,14 +2525,27 @@ class Tensor:
 
     # ---- shape ---------------------------------------------------------------------------------
     def reshape(self, *shape: Any) -> Tensor:
-        """A tensor of the same data with a new shape (one size may be -1)."""
+        """A tensor of the same data with a new shape (one size may be -1): a view where the
+        strides allow one, else a copy."""
         s = _shape_arg(shape)
-        n = self._data.size
-        known = math.prod(d for d in s if d != -1)
-        if s.count(-1) > 1:
-            raise RuntimeError("only one dimension can be inferred")
-        if (-1 in s and (known == 0 or n % known)) or (-1 not in s and known != n) or any(d < -1 for d in s):
-            raise RuntimeError(f"shape '{list(s)}' is invalid for input of size {n}")
+        _check_reshape(s, self._data.size)
+        return self._reshaped(s)
+
+    def view(self, *shape: Any) -> Tensor:
+        """The same memory with a new shape, never a copy: raises where the strides do not allow
+        it, as PyTorch does (``reshape`` copies then).
+
+        >>> lightgrad.arange(6).view(2, -1).shape
+        lightgrad.Size([2, 3])
+        """
+        s = _shape_arg(shape)
+        _check_reshape(s, self._data.size)
+        if not B.reshapes_as_view(self._data, s):
+            raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+        return self._reshaped(s)
+
+    def _reshaped(self, s: tuple[builtins.int, ...]) -> Tensor:
         if s == self._data.shape:
             return self
         t = F.Reshape.apply(self, shape=s)
@@ -2375,23 +2556,25 @@ class Tensor:
                 t._view = (self, _RESHAPED)
         return t
 
-    view = reshape
-
     def view_as(self, other: Tensor) -> Tensor:
+        return self.view(other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
         return self.reshape(other.shape)
 
-    reshape_as = view_as
-
     def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
+        s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if not self.ndim:
             return self.reshape(1)
-        s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if s > e:
             raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         sh = self.shape
         return self.reshape(sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:])
 
     def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+        if not self.ndim:
+            raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
+                               "dimensions")
         d = _dim(dim, self.ndim)
         sizes = list(sizes)
         if -1 in sizes:
@@ -2427,10 +2610,10 @@ class Tensor:
         return t
 
     def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         if not self.ndim:
             return self
         order = list(range(self.ndim))
-        a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         order[a], order[b] = order[b], order[a]
         return self.permute(order)
 
@@ -2441,12 +2624,23 @@ class Tensor:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.T
 
-    def movedim(self, source: builtins.int, destination: builtins.int) -> Tensor:
-        order = list(range(self.ndim))
-        s = _dim(source, self.ndim)
-        order.pop(s)
-        order.insert(_dim(destination, self.ndim), s)
-        return self.permute(order)
+    def movedim(self, source: Any, destination: Any) -> Tensor:
+        """Move dim(s) ``source`` to position(s) ``destination``, the others keeping their order."""
+        src = (source,) if isinstance(source, int | np.integer) else tuple(source)
+        dst = (destination,) if isinstance(destination, int | np.integer) else tuple(destination)
+        if len(src) != len(dst):
+            raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
+                               f"contain the same number of dims as destination ({list(dst)} dims)")
+        s, t = [_dim(d, self.ndim) for d in src], [_dim(d, self.ndim) for d in dst]
+        if len(set(s)) != len(s):
+            raise RuntimeError(f"movedim: repeated dim in `source` ({list(src)})")
+        if len(set(t)) != len(t):
+            raise RuntimeError(f"movedim: repeated dim in `destination` ({list(dst)})")
+        if not self.ndim:
+            return self
+        moved = dict(zip(t, s))
+        rest = iter(i for i in range(self.ndim) if i not in s)
+        return self.permute([moved[i] if i in moved else next(rest) for i in range(self.ndim)])
 
     moveaxis = movedim
 
@@ -2489,16 +2683,32 @@ class Tensor:
     def repeat_interleave(self, repeats: builtins.int, dim: builtins.int | None = None) -> Tensor:
         x = self.flatten() if dim is None else self
         d = 0 if dim is None else _dim(dim, x.ndim)
+        if not x.ndim:  # (PyTorch's words for a 0-d input along a dim: it looks for dim 1 of the repeats)
+            raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
         idx = np.repeat(np.arange(x.shape[d]), repeats)
         return x.index_select(d, Tensor._make(idx))
 
     def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """Pieces of ``split_size`` along ``dim`` (the last one shorter), or of the given sizes."""
+        if not self.ndim:
+            raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _dim(dim, self.ndim)
         n = self.shape[d]
-        if isinstance(split_size, int):
-            sizes = [split_size] * (n // split_size) + ([n % split_size] if n % split_size else [])
+        if isinstance(split_size, int | np.integer):
+            if split_size < 0:
+                raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+            if split_size == 0 and n:
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+            k = max(-(-n // split_size), 1) if split_size else 1  # (at least one piece, as PyTorch)
+            sizes = [int(split_size)] * (k - 1) + [n - int(split_size) * (k - 1)]
         else:
+            if not isinstance(split_size, Sequence):
+                raise TypeError(f"split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, "
+                                f"not {type(split_size).__name__}")
             sizes = list(split_size)
+            if any(s < 0 for s in sizes):
+                raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+                                   f"split_sizes={sizes}")
             if sum(sizes) != n:
                 raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                                    f"size at dimension {dim}), but got split_sizes={sizes}")
@@ -2509,24 +2719,57 @@ class Tensor:
         return tuple(out)
 
     def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """``chunks`` pieces of ceil(n / chunks) along ``dim`` (fewer where they run out)."""
+        if not self.ndim:
+            raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         n = self.shape[_dim(dim, self.ndim)]
-        return self.split(max(-(-n // chunks), 1), dim)
+        if not n:  # `chunks` empty pieces (split(0) would give one)
+            return self.split([0] * chunks, dim)
+        return self.split(-(-n // chunks), dim)
 
-    def tensor_split(self, sections: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
-        n = self.shape[_dim(dim, self.ndim)]
-        q, r = divmod(n, sections)
-        return self.split([q + 1] * r + [q] * (sections - r), dim)
+    def tensor_split(self, indices_or_sections: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """``sections`` pieces as even as can be (the first ones one longer), or pieces between the
+        given indices along ``dim``."""
+        if not self.ndim:
+            raise RuntimeError(f"tensor_split expected at least a 1-dimensional tensor, but got a tensor with "
+                               f"{self.ndim} dims")
+        d = _dim(dim, self.ndim)
+        cut = indices_or_sections.tolist() if isinstance(indices_or_sections, Tensor) else indices_or_sections
+        if isinstance(cut, int | np.integer):
+            if cut <= 0:
+                raise RuntimeError(f"number of sections must be larger than 0, got {cut}")
+            q, r = divmod(self.shape[d], int(cut))
+            return self.split([q + 1] * r + [q] * (int(cut) - r), dim)
+        bounds = [0, *cut, None]  # (slices, as PyTorch's: negative indices count from the end)
+        return tuple(self[(slice(None),) * d + (slice(a, b),)] for a, b in zip(bounds, bounds[1:]))
 
     def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
-        d = _dim(dim, self.ndim)
+        d = _dim(_dim(dim, self.ndim), self.ndim, scalar=False)  # (PyTorch wraps -1 before it looks)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
     def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        """The ``length`` entries from ``start`` along ``dim`` (a view); ``start`` may count from the end."""
+        if not self.ndim:
+            raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+        if length < 0:
+            raise RuntimeError("narrow(): length must be non-negative.")
         d = _dim(dim, self.ndim)
+        n, start = self.shape[d], builtins.int(start)
+        if not -n <= start <= n:
+            raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+        if start < 0:
+            start += n
+        if start > n - length:
+            raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
-    def flip(self, *dims: Any) -> Tensor:
-        axes = _dims(_shape_arg(dims), self.ndim)
+    def flip(self, *args: Any, dims: Any = None) -> Tensor:
+        """Reverse the order along ``dims``: ``x.flip(0)``, ``x.flip(0, 1)``, ``x.flip(dims=(0, 1))``."""
+        if dims is not None and args:
+            raise TypeError("flip() got multiple values for argument 'dims'")
+        axes = _dims(_shape_arg(args if dims is None else (dims,)), self.ndim)
         return F.Flip.apply(self, dims=axes)
 
     def fliplr(self) -> Tensor:
@@ -2538,6 +2781,8 @@ class Tensor:
     def roll(self, shifts: Any, dims: Any = None) -> Tensor:
         if dims is None:
             return self.flatten().roll(shifts, 0).reshape(self.shape)
+        if not self.ndim:  # (a 0-d tensor has no dim to roll along, not even 0)
+            _dim(builtins.int(dims if isinstance(dims, int | np.integer) else dims[0]), 0, scalar=False)
         axes = _dims(dims, self.ndim)
         sh = tuple(shifts) if isinstance(shifts, Sequence) else (shifts,)
         return F.Roll.apply(self, shifts=sh, dims=axes)
@@ -2619,25 +2864,36 @@ class Tensor:
         self._inplace(lambda s: op.apply(s, v, **kw), v)
 
     def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
-        """``out[i][j] = x[i][index[i][j]]`` along ``dim`` (index has x's number of dims)."""
+        """``out[i][j] = x[i][index[i][j]]`` along ``dim`` (index has x's number of dims; 0-d counts as 1-d)."""
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "gather")
-        if ix.ndim != self.ndim:
+        if max(ix.ndim, 1) != max(self.ndim, 1):
             raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-        _check_bounds(ix, self.shape[d], d)
-        x = self[tuple(slice(0, n) if i != d else slice(None) for i, n in enumerate(ix.shape))]
-        return F.Gather.apply(x, dim=d, index=ix)
+        x, i = (self if self.ndim else self.reshape(1)), (ix if ix.ndim else ix.reshape(1))
+        _check_index(i, x.shape[d], d, "scatter")
+        x = x[tuple(slice(0, n) if k != d else slice(None) for k, n in enumerate(i.shape))]
+        out = F.Gather.apply(x, dim=d, index=i)
+        return out if ix.ndim else out.reshape(())
 
     def take_along_dim(self, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
         if dim is None:
             return self.flatten().gather(0, _as_tensor(indices).flatten())
-        d = _dim(dim, self.ndim)
         ix = _int_index(indices, "take_along_dim")
-        shape = list(np.broadcast_shapes(tuple(1 if i == d else s for i, s in enumerate(self.shape)),
-                                         tuple(1 if i == d else s for i, s in enumerate(ix.shape))))
+        if ix.ndim != self.ndim:
+            raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of "
+                               f"dimensions, but got {self.ndim} dimensions for input, and {ix.ndim} dimensions "
+                               "for indices")
+        d = _dim(dim, self.ndim, scalar=False)
+        a, b = (tuple(1 if i == d else s for i, s in enumerate(t.shape)) for t in (self, ix))
+        _check_broadcast(a, b)
+        shape = list(np.broadcast_shapes(a, b))
         xs = shape.copy()
-        xs[d] = self.shape[d]
+        xs[d] = n = self.shape[d]
         shape[d] = ix.shape[d]
+        # along a dim, as PyTorch, a negative index counts from the end (one past either end has no
+        # meaning there: PyTorch reads whatever lies there; this raises as gather does)
+        _check_index(ix, n, d, "take_along_dim")
+        ix = ix + n * (ix < 0)
         return self.expand(xs).gather(d, Tensor._make(np.broadcast_to(ix, shape)))
 
     def scatter(self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
@@ -2653,16 +2909,30 @@ class Tensor:
     def _scatter(self, dim: builtins.int, index: Tensor, src: Any, add: builtins.bool) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "scatter")
-        _check_bounds(ix, self.shape[d], d)
+        if max(ix.ndim, 1) != max(self.ndim, 1):
+            raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+        x, i = (self if self.ndim else self.reshape(1)), (ix if ix.ndim else ix.reshape(1))  # (0-d as 1-d)
+        _check_index(i, x.shape[d], d, "scatter")
         s = src if isinstance(src, Tensor) else Tensor._make(np.asarray(src, self._data.dtype))
-        return F.Scatter.apply(self, s.to(self.dtype), dim=d, index=ix, add=add)
+        if not self.ndim and s.ndim == 0:
+            s = s.reshape(1)
+        out = F.Scatter.apply(x, s.to(self.dtype), dim=d, index=i, add=add)
+        return out if self.ndim else out.reshape(())
 
     def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "index_select")
         if ix.ndim > 1:
             raise IndexError("index_select(): Index is supposed to be a vector")
-        _check_bounds(ix, self.shape[d], d)
+        if not self.ndim:
+            if ix.size != 1:
+                raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {ix.size} value(s)")
+            _check_index(ix, 1, 0, "index")
+            return self.reshape(1)[Tensor._make(ix.reshape(-1))].reshape(())
+        if self.ndim > 1 and not self.shape[d] and ix.size:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        # (PyTorch's CPU kernel has a path of its own, with its own words, for dim 1 of 2 or more dims)
+        _check_index(ix, self.shape[d], d, "index_select_dim1" if self.ndim > 1 and d == 1 else "index")
         return self[(slice(None),) * d + (Tensor._make(ix.reshape(-1)),)]
 
     def masked_select(self, mask: Tensor) -> Tensor:
@@ -3011,17 +3281,18 @@ class Tensor:
 
     # ---- creation helpers as methods -----------------------------------------------------------
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _fill(size, 0.0, dtype or self.dtype, requires_grad, device, "new_zeros")
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _fill(size, 1.0, dtype or self.dtype, requires_grad, device, "new_ones")
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
-        return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _fill((size,), _scalar_of(fill_value), dtype or self.dtype, requires_grad, device, "new_full",
+                     packed=True)
 
     def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+        return _fill(size, None, dtype or self.dtype, requires_grad, device, "new_empty")
 
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
@@ -3038,9 +3309,6 @@ class Tensor:
 
     def share_memory_(self) -> Tensor:
         return self
-
-
-_STAMP = [0]  # counts in-place modifications anywhere: saved tensors need checking only if it moved
 
 
 def _bump(t: Tensor) -> None:
@@ -3158,6 +3426,20 @@ def _raw(x: Any) -> Any:
     return x._data if isinstance(x, Tensor) else x
 
 
+def _check_divisor(a: Any, b: Any) -> None:
+    """PyTorch's error for an integer division or modulo (both operands integral) by zero, where
+    NumPy gives 0 and a warning. (Float operands, the usual case, are one dtype test.)"""
+    def integral(v: Any) -> builtins.bool:
+        return v._data.dtype.kind in "biu" if isinstance(v, Tensor) else isinstance(v, int | np.integer)
+    if integral(b) and integral(a) and not np.all(_raw(b)):
+        try:
+            n = math.prod(np.broadcast_shapes(np.shape(_raw(a)), np.shape(_raw(b))))
+        except ValueError:
+            return  # (the op's own shape error says it)
+        if n:  # (a zero that divides nothing is no error: PyTorch checks each quotient)
+            raise RuntimeError("ZeroDivisionError")
+
+
 def _scalar_of(v: Any) -> Any:
     return v.item() if isinstance(v, Tensor) else v
 
@@ -3246,7 +3528,8 @@ def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
     # references to x: the interpreter's stack, the operator's parameter, _reusable's, ours and
     # getrefcount's argument; to a: x's slot, _reusable's local, ours and the argument
     return (a.base is None and a.flags.writeable and x._mem is None and not (x.requires_grad and x._grad_fn is None)
-            and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4)
+            and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4
+            and _arena.get() is None)  # (inside an arena, results are carved from it: memory.py)
 
 
 def _view_link(t: Tensor) -> tuple[Tensor, Any] | None:
@@ -3290,16 +3573,16 @@ def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
 
 def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
     if isinstance(a, Tensor):
-        ad = a._data
+        ad = a._arr  # (metadata only: fn.apply checks the storage)
         if isinstance(b, Tensor):
-            bd = b._data
+            bd = b._arr
             if ad.dtype == bd.dtype and (not floating or ad.dtype.kind == "f"):  # the common case
                 if ad.shape != bd.shape:
                     _check_broadcast(ad.shape, bd.shape)
                 return fn.apply(a, b)
         elif type(b) in _PY_NUMBERS and ad.dtype.kind == "f":
             return fn.apply(a, b)  # a float tensor and a Python number: the tensor's dtype, no cast
-    elif type(a) in _PY_NUMBERS and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+    elif type(a) in _PY_NUMBERS and isinstance(b, Tensor) and b._arr.dtype.kind == "f":
         return fn.apply(a, b)
     a, b = _promote(a, b)
     if floating:
@@ -3327,10 +3610,24 @@ def _clamp_bound(x: Tensor, v: Any) -> Any:
     return np.asarray(v, x._data.dtype) if x._data.dtype.kind == "f" else v
 
 
-def _check_nonempty(x: Tensor, axes: tuple[builtins.int, ...] | None, name: str) -> None:
-    if x.numel() == 0 and (axes is None or any(x.shape[a] == 0 for a in axes)):
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
-                         "Specify the reduction dim with the 'dim' argument.")
+def _check_nonempty(x: Tensor, dim: Any, name: str) -> None:
+    """PyTorch's errors for a reduction without identity (max, argmax, ...) over no elements; ``dim``
+    as the caller was given it (None or (): all dims)."""
+    if x._data.size:
+        return
+    if dim is None or not isinstance(dim, int | np.integer) and not len(dim):
+        if name in ("argmax", "argmin"):
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        if name == "aminmax":
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+    for d in (builtins.int(dim),) if isinstance(dim, int | np.integer) else dim:
+        if not x.shape[_dim(d, x.ndim)]:
+            shown = d if name in ("amax", "amin") else _dim(d, x.ndim)  # (amax and amin say it as given)
+            raise IndexError(f"{name}{':' if name == 'aminmax' else '():'} Expected reduction dim {shown} to "
+                             "have non-zero size.")
 
 
 def _int_index(index: Any, op: str) -> np.ndarray:
@@ -3340,10 +3637,29 @@ def _int_index(index: Any, op: str) -> np.ndarray:
     return ix.astype(np.int64, copy=False)
 
 
-def _check_bounds(ix: np.ndarray, n: builtins.int, d: builtins.int) -> None:
-    if ix.size and (ix.max() >= n or ix.min() < -n):
-        bad = int(ix.max() if ix.max() >= n else ix.min())
-        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {n}")
+# How PyTorch's CPU kernels word an index outside its dim, by op family: (exception, message,
+# whether a negative index counts from the end); {i} is the first bad index, {d} the dim, {n} its size.
+_OUT_OF_RANGE = {
+    # gather, scatter, scatter_add, scatter_reduce; index_add on its fast path
+    "scatter": (RuntimeError, "index {i} is out of bounds for dimension {d} with size {n}", False),
+    "take_along_dim": (RuntimeError, "index {i} is out of bounds for dimension {d} with size {n}", True),
+    "index": (IndexError, "index out of range in self", False),  # index_select, index_add, index_reduce
+    "index_select_dim1": (RuntimeError, "INDICES element is out of DATA bounds, id={i} axis_dim={n}", False),
+    "index_copy": (IndexError, "index_copy_(): index {i} is out of bounds for dimension {d} with size {n}", False),
+    "index_fill": (IndexError, "index {i} is out of bounds for dimension {d} with size {n}", True),
+    "take": (IndexError, "out of range: tried to access index {i} on a tensor of {n} elements.", True),  # and put
+}
+
+
+def _check_index(ix: np.ndarray, n: builtins.int, d: builtins.int, kind: str) -> None:
+    """Raise PyTorch's error for ``kind`` (see _OUT_OF_RANGE) where an entry of ``ix`` is outside a
+    dim of size ``n``: one min and one max when all are inside."""
+    exc, msg, negative = _OUT_OF_RANGE[kind]
+    lo = -n if negative else 0
+    if ix.size and (ix.max() >= n or ix.min() < lo):
+        flat = ix.reshape(-1)
+        bad = builtins.int(flat[np.argmax((flat >= n) | (flat < lo))])
+        raise exc(msg.format(i=bad, d=d, n=n))
 
 
 def _index(x: Tensor, index: Any) -> tuple[Any, bool]:
@@ -3410,23 +3726,30 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
 
 
 def cat(tensors: Sequence[Tensor], dim: builtins.int = 0) -> Tensor:
-    """Concatenate along an existing dim: ``cat([a, b], dim=1)``."""
-    ts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or list(tensors)[:1]
+    """Concatenate along an existing dim: ``cat([a, b], dim=1)`` (always a new tensor)."""
+    ts = list(tensors)
     if not ts:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
-    d = _dim(dim, ts[0].ndim)
+    # PyTorch's legacy rule: a 1-d empty tensor joins tensors of any shape (it still counts for the
+    # dtype and gets a gradient)
+    skip = [t.ndim == 1 and t.shape[0] == 0 for t in ts]
+    ref = next((t for t, s in zip(ts, skip) if not s), ts[0])
     for i, t in enumerate(ts):
-        if t.ndim != ts[0].ndim:
-            raise RuntimeError(f"Tensors must have same number of dimensions: got {ts[0].ndim} and {t.ndim}")
+        if not t.ndim:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    d = _dim(dim, ref.ndim)
+    for i, t in enumerate(ts):
+        if skip[i] and t.ndim != ref.ndim:
+            continue
+        if t.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
         for j in range(t.ndim):
-            if j != d and t.shape[j] != ts[0].shape[j]:
+            if j != d and t.shape[j] != ref.shape[j]:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                   f"{ts[0].shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+                                   f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
     dt = D.result_type(*ts) if len({t._data.dtype for t in ts}) > 1 else None
     if dt is not None:
         ts = [t.to(dt) for t in ts]
-    if len(ts) == 1:
-        return ts[0]
     return F.Cat.apply(*ts, dim=d)
 
 
@@ -3590,7 +3913,7 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     ops = [_as_tensor(o) for o in ops]
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
-    ins = lhs.split(",")
+    ins = given = lhs.split(",")
     if len(ins) != len(ops):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(ops) > len(ins) else "einsum(): fewer operands were provided than specified in the equation")
@@ -3612,7 +3935,46 @@ def einsum(equation: str, *operands: Any) -> Tensor:
                 counts[ch] = counts.get(ch, 0) + 1
         out = ell + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in ell))
     dt = D.result_type(*ops)
-    return F.Einsum.apply(*[o.to(dt) for o in ops], ins=tuple(ins), out=out)
+    try:
+        return F.Einsum.apply(*[o.to(dt) for o in ops], ins=tuple(ins), out=out)
+    except ValueError:  # sizes that do not match: PyTorch's words (checked only then), not NumPy's
+        _check_einsum_sizes(given, ops)
+        raise
+
+
+def _check_einsum_sizes(ins: list[str], ops: list[Tensor]) -> None:
+    """PyTorch's einsum size errors, in its order: operand by operand, a repeated subscript's sizes
+    must agree, and a subscript's (or an ellipsis dim's, aligned from the right) size must equal or
+    broadcast (1) with what earlier operands had."""
+    seen: dict[str, builtins.int] = {}
+    ell: dict[builtins.int, builtins.int] = {}  # ellipsis dims counted from the right
+    for i, (sub, op) in enumerate(zip(ins, ops)):
+        shape, dim = list(op.shape), 0
+        first: dict[str, builtins.int] = {}  # a subscript's first dim in this operand
+        for ch in sub.replace("...", "."):
+            if ch == ".":
+                k = op.ndim - (len(sub) - 3)
+                for j in range(k):
+                    n, prev = shape[dim], ell.get(k - j, 1)
+                    if n != 1 and prev not in (1, n):
+                        raise RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand {i}has size {n} "
+                                           f"which does not broadcast with previously seen ellipsis with size {prev} "
+                                           "for the respective dimension")
+                    ell[k - j] = n if n != 1 else prev
+                    dim += 1
+            elif ch in first:  # a diagonal: the dim goes, as PyTorch takes it
+                if shape[dim] != shape[first[ch]]:
+                    raise RuntimeError(f"einsum(): subscript {ch} is repeated for operand {i} but the sizes don't "
+                                       f"match, {shape[dim]} != {shape[first[ch]]}")
+                del shape[dim]
+            else:
+                n, prev = shape[dim], seen.get(ch, 1)
+                if n != 1 and prev not in (1, n):
+                    raise RuntimeError(f"einsum(): subscript {ch} has size {n} for operand {i} which does not "
+                                       f"broadcast with previously seen size {prev}")
+                seen[ch] = n if n != 1 else prev
+                first[ch] = dim
+                dim += 1
 
 
 # ---- sorting, searching and indexing (compat): result types and free functions ----------------
@@ -3681,6 +4043,11 @@ def bucketize(input: Any, boundaries: Tensor, *, out_int32: builtins.bool = Fals
     if b.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
     return searchsorted(b, input, out_int32=out_int32, right=right)
+
+
+def polygamma(n: builtins.int, input: Tensor) -> Tensor:  # noqa: A002
+    """``torch.polygamma(n, x)``: the n-th derivative of digamma (the order comes first)."""
+    return input.polygamma(n)
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: builtins.bool | None = None,  # noqa: A002
@@ -3778,9 +4145,14 @@ def _check_device(device: Any) -> None:
 
 
 def _new(arr: np.ndarray, requires_grad: builtins.bool, heap: builtins.bool = False) -> Tensor:
+    """A creation function's tensor. ``heap``: the caller's array, or a copy of the caller's data
+    (tensor(), from_numpy()), kept where it is; else an array NumPy made (randn, arange), which
+    moves into the active arena, if any: inside one, storage comes from it (a parameter made in
+    the permanent arena lives there, and so does its gradient)."""
+    if not heap and arr.base is None and _arena.get() is not None:
+        arr, src = _alloc(arr.shape, arr.dtype), arr
+        np.copyto(arr, src)
     t = Tensor._make(arr)
-    if heap:
-        t._mem = None  # the array came from the heap (a copy or the caller's), not an arena
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -3820,39 +4192,115 @@ def from_dlpack(ext: Any) -> Tensor:
     return from_numpy(np.from_dlpack(ext))
 
 
-def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: builtins.bool, device: Any) -> Tensor:
+def _type_name(v: Any) -> str:
+    """A value's type as PyTorch's argument errors name it: ``float``, ``Tensor``, ``numpy.float64``."""
+    t = type(v)
+    return t.__name__ if t.__module__ == "builtins" or isinstance(v, Tensor) else f"{t.__module__.split('.')[0]}.{t.__name__}"
+
+
+def _int_like(v: Any) -> builtins.bool:
+    return isinstance(v, int | np.integer) or isinstance(v, Tensor) and v.ndim == 0 and v._data.dtype.kind in "iu"
+
+
+def _size_arg(args: tuple[Any, ...], fn: str, packed: builtins.bool = False) -> tuple[builtins.int, ...]:
+    """A creation function's size as PyTorch's argument parser reads it, with its TypeErrors:
+    ``f(2, 3)``, ``f((2, 3))`` or ``f([2, 3])`` (``packed``, as full's: a sequence only), every entry
+    an integer. (Negative sizes are _check_size's.)"""
+    if len(args) == 1 and isinstance(args[0], tuple | list):
+        seq: Sequence[Any] = args[0]
+    elif len(args) == 1 or packed:
+        if packed or not _int_like(args[0]) or isinstance(args[0], bool):
+            raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, not {_type_name(args[0])}")
+        seq = args
+    elif args and (not _int_like(args[0]) or isinstance(args[0], bool)):
+        raise TypeError(f"{fn}() takes 1 positional argument but {len(args)} were given")
+    else:
+        seq = args
+    out = []
+    for k, v in enumerate(seq):
+        if not _int_like(v) or (k == 0 and isinstance(v, bool)):  # (a bool counts, as in PyTorch, past the first)
+            if k == 0:
+                raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, but found element of "
+                                f"type {_type_name(v)} at pos 0")
+            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {k + 1} with error \"type "
+                            f"must be tuple of ints,but got {_type_name(v)}\"")
+        out.append(builtins.int(v))
+        if not -2**63 <= out[-1] < 2**63:
+            raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos {k + 1} with error "
+                            "\"Overflow when unpacking long long\"")
+    return tuple(out)
+
+
+def _check_size(shape: tuple[builtins.int, ...], itemsize: builtins.int, fn: str) -> None:
+    """PyTorch's errors for a size no tensor can have: a negative entry, or more bytes than an int64 counts."""
+    for s in shape:
+        if s < 0:
+            if fn == "zeros":  # (zeros has words of its own)
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(shape)}")
+    if math.prod(shape) * itemsize > 2**63 - 1:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+
+
+def _empty(shape: tuple[builtins.int, ...], dt: Any, fn: str, make: Any = B.empty) -> np.ndarray:
+    """An array for a creation function from ``make(shape, dt)`` (uninitialised by default), the size
+    checked first, and a failed allocation reported, as PyTorch does."""
+    _check_size(shape, dt.itemsize, fn)
+    try:
+        return make(shape, dt)
+    except MemoryError as e:
+        if type(e) is MemoryError:  # an arena's own error, in its own words
+            raise
+        nbytes = math.prod(shape) * dt.itemsize
+        raise RuntimeError(f"[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate "
+                           f"memory: you tried to allocate {nbytes} bytes. Error code 12 (Cannot allocate memory)") from None
+
+
+def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: builtins.bool, device: Any,
+          fn: str, packed: builtins.bool = False) -> Tensor:
     _check_device(device)
-    shape = _shape_arg(size)
+    shape = _size_arg(size, fn, packed)
     if dtype is None:
         dt = D.scalar_dtype(value) if value is not None else D.get_default_dtype()
     else:
         dt = D.to_dtype(dtype)
-    arr = B.empty(shape, dt.np)
+    arr = _empty(shape, dt.np, fn)
     if value is not None:
         arr.fill(value)
     return _new(arr, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None,
+          **kw: Any) -> Tensor:
     """``zeros(2, 3)``: a float32 tensor of zeros."""
-    return _fill(size, 0.0, dtype, requires_grad, device)
+    return _fill(_sized(size, kw, "zeros"), 0.0, dtype, requires_grad, device, "zeros")
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None) -> Tensor:
-    return _fill(size, 1.0, dtype, requires_grad, device)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None,
+         **kw: Any) -> Tensor:
+    return _fill(_sized(size, kw, "ones"), 1.0, dtype, requires_grad, device, "ones")
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _fill(size, None, dtype, requires_grad, device)
+    return _fill(_sized(size, kw, "empty"), None, dtype, requires_grad, device, "empty")
+
+
+def _sized(size: tuple[Any, ...], kw: dict[str, Any], fn: str) -> tuple[Any, ...]:
+    """``size`` given by keyword (``zeros(size=(2, 3))``) or positionally; PyTorch's other keywords
+    (layout, pin_memory, memory_format, names) change nothing here, and any more is a TypeError."""
+    for k in kw:
+        if k not in ("size", "layout", "pin_memory", "memory_format", "names"):
+            raise TypeError(f"{fn}() got an unexpected keyword argument '{k}'")
+    return (kw["size"],) if "size" in kw and not size else size
 
 
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
     """``full((2, 2), 7)`` is an int64 tensor of sevens (dtype follows the value)."""
-    return _fill((size,) if isinstance(size, int) else tuple(size), _scalar_of(fill_value), dtype, requires_grad, device)
+    return _fill((size,), _scalar_of(fill_value), dtype, requires_grad, device, "full", packed=True)
 
 
 def _like(x: Tensor, value: Any, dtype: Any, requires_grad: builtins.bool) -> Tensor:
-    return _fill(x.shape, value, dtype or x.dtype, requires_grad, None)
+    return _fill((x.shape,), value, dtype or x.dtype, requires_grad, None, "empty_like")
 
 
 def zeros_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
@@ -3881,31 +4329,56 @@ def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype:
     start, end, step = (_scalar_of(v) for v in (start, end, step))
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {builtins.float(start):g} -> {builtins.float(end):g}")
+    if step > 0 and end < start or step < 0 and end > start:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dt = D.int64 if all(isinstance(v, int) for v in (start, end, step)) else D.get_default_dtype()
     else:
         dt = D.to_dtype(dtype)
-    return _new(B.arange(start, end, step, dtype=np.float64 if dt.is_floating_point else None).astype(dt.np), requires_grad)
+    n = math.ceil((end - start) / step)
+    if n > 2**63 - 1:
+        raise RuntimeError("invalid size, possible overflow?")
+    kind = np.float64 if dt.is_floating_point else None
+    arr = _empty((n,), dt.np, "arange", lambda _s, _d: B.arange(start, end, step, dtype=kind))
+    return _new(arr.astype(dt.np, copy=False), requires_grad)
 
 
 def linspace(start: builtins.float, end: builtins.float, steps: builtins.int, *, dtype: Any = None, device: Any = None,
              requires_grad: builtins.bool = False) -> Tensor:
     _check_device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(B.linspace(_scalar_of(start), _scalar_of(end), steps).astype(dt.np), requires_grad)
 
 
 def logspace(start: builtins.float, end: builtins.float, steps: builtins.int, base: builtins.float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(np.logspace(start, end, steps, base=base).astype(dt.np), requires_grad)
 
 
 def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: builtins.bool = False) -> Tensor:
+    """The n x m (n x n by default) identity matrix."""
     _check_device(device)
+    if not _int_like(n) or isinstance(n, bool):
+        raise TypeError(f"eye(): argument 'n' (position 1) must be int, not {_type_name(n)}")
+    if m is not None and (not _int_like(m) or isinstance(m, bool)):
+        raise TypeError(f"eye() received an invalid combination of arguments - got ({_type_name(n)}, "
+                        f"{_type_name(m)}), but expected one of: (int n), (int n, int m)")
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
+    rows, cols = builtins.int(n), builtins.int(n if m is None else m)
+    if rows * cols > 2**63 - 1:
+        raise RuntimeError("numel: integer multiplication overflow")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _new(B.eye(n, m, dtype=dt.np), requires_grad)
+    return _new(_empty((rows, cols), dt.np, "eye", lambda s, d: B.eye(s[0], s[1], dtype=d)), requires_grad)
 
 
 from . import function as F  # noqa: E402  (primitives import Tensor from here)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -199,6 +200,55 @@ def test_second_order_through_matmul_softmax_and_indexing() -> None:
         tx = torch.tensor(xs, requires_grad=True)
         tw = torch.tensor(ws, requires_grad=True)
         np.testing.assert_allclose(got, hvp(torch, tx, tw).numpy(), rtol=1e-9)
+
+
+def test_second_order_through_a_dtype_promotion() -> None:
+    # float32 * float64 casts the float32 operand: its backward casts a Tensor gradient back
+    a = lg.tensor([1.0, 2.0], requires_grad=True)
+    b = lg.tensor([3.0, 4.0], dtype=lg.float64, requires_grad=True)
+    ga, gb = lg.autograd.grad((a * b * a).sum(), [a, b], create_graph=True)
+    assert ga.dtype == lg.float32 and gb.dtype == lg.float64
+    haa, hab = lg.autograd.grad(ga.sum(), [a, b])
+    np.testing.assert_allclose(haa.numpy(), 2 * b.detach().numpy())  # d(2ab)/da
+    np.testing.assert_allclose(hab.numpy(), 2 * a.detach().numpy())  # d(2ab)/db
+
+
+def test_backward_formula_that_cannot_record_raises_instead_of_a_constant() -> None:
+    """Under create_graph a formula computed on plain arrays would make the second derivative 0."""
+    class Frozen(lg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * lg.tensor(np.cos(np.asarray(x)))  # NumPy on a Tensor that requires grad
+
+    x = lg.tensor([0.5, 1.0], dtype=lg.float64, requires_grad=True)
+    (g,) = lg.autograd.grad(Frozen.apply(x).sum(), x)  # (first order: fine)
+    np.testing.assert_allclose(g.numpy(), np.cos([0.5, 1.0]))
+    with pytest.raises(RuntimeError, match="cannot be differentiated again"):
+        lg.autograd.grad(Frozen.apply(x).sum(), x, create_graph=True)
+
+
+def test_digamma_second_and_third_derivatives_are_polygammas() -> None:
+    xs = np.array([-1.5, 0.3, 1.0, 2.5, 7.0])
+    x = lg.tensor(xs, dtype=lg.float64, requires_grad=True)
+    (g,) = lg.autograd.grad(x.digamma().sum(), x, create_graph=True)
+    (h,) = lg.autograd.grad(g.sum(), x, create_graph=True)
+    (k,) = lg.autograd.grad(h.sum(), x)
+    # polygamma(n, 1) = (-1)^(n+1) n! zeta(n + 1): pi^2/6, -2 zeta(3), pi^4/15
+    np.testing.assert_allclose([g[2].item(), h[2].item(), k[2].item()],
+                               [math.pi ** 2 / 6, -2 * 1.2020569031595942, math.pi ** 4 / 15], rtol=1e-12)
+    if torch is not None:
+        tx = torch.tensor(xs, requires_grad=True)
+        (tg,) = torch.autograd.grad(tx.digamma().sum(), tx, create_graph=True)
+        (th,) = torch.autograd.grad(tg.sum(), tx, create_graph=True)
+        (tk,) = torch.autograd.grad(th.sum(), tx)
+        for mine, theirs in ((g, tg), (h, th), (k, tk)):  # (PyTorch's trigamma is good to ~5e-10)
+            np.testing.assert_allclose(mine.detach().numpy(), theirs.detach().numpy(), rtol=1e-8)
 
 
 def test_backward_create_graph_accumulates_differentiable_grad() -> None:

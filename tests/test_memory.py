@@ -116,6 +116,235 @@ def test_reclaimed_tensor_raises_and_kept_results_stay_valid() -> None:
     assert "reclaimed" in repr(t)
 
 
+_RECLAIMED = "reclaimed by reset\\(\\) of arena 'temp'"
+
+
+def _reset_under(y_of: Callable[[], lg.Tensor]) -> tuple[lg.Tensor, lg.Tensor, memory.Arena]:
+    """y made in an arena by ``y_of``, the arena reset, and the same step run again: z, a live
+    tensor, now holds y's bytes."""
+    temp = memory.Arena("1MB", name="temp")
+    with temp:
+        y_of()  # a step learnt: the next ones are planned alike
+    temp.reset()
+    with temp:
+        y = y_of()
+    temp.reset()
+    with temp:
+        z = y_of()
+    assert z.data_ptr() == y.data_ptr()  # (the plan puts the step's arrays where they were)
+    return y, z, temp
+
+
+def _step() -> lg.Tensor:
+    return lg.arange(4.0) * 2 + 1
+
+
+_READS: dict[str, Callable[[lg.Tensor, lg.Tensor], Any]] = {
+    "detach": lambda y, z: y.detach(),
+    "data": lambda y, z: y.data,
+    "to(float64)": lambda y, z: y.to(lg.float64),
+    "double": lambda y, z: y.double(),
+    "eq": lambda y, z: y == y,
+    "argmax": lambda y, z: y.argmax(),
+    "stack": lambda y, z: lg.stack([y]),
+    "from_dlpack": lambda y, z: np.from_dlpack(y),
+    # these returned a tensor that raised only when read later
+    "contiguous": lambda y, z: y.contiguous(),
+    "float": lambda y, z: y.float(),
+    "cat": lambda y, z: lg.cat([y]),
+}
+_WRITES: dict[str, Callable[[lg.Tensor, lg.Tensor], Any]] = {
+    "copy_": lambda y, z: y.copy_(lg.zeros(4)),
+    "fill_": lambda y, z: y.fill_(0),
+    "zero_": lambda y, z: y.zero_(),
+    "data.fill_": lambda y, z: y.data.fill_(0),
+    "detach().add_": lambda y, z: y.detach().add_(1),
+}
+
+
+@pytest.mark.parametrize("name", list(_READS))
+def test_a_reclaimed_tensor_is_not_read(name: str) -> None:
+    y, z, _ = _reset_under(_step)
+    with pytest.raises(RuntimeError, match=_RECLAIMED):
+        _READS[name](y, z)
+
+
+@pytest.mark.parametrize("name", list(_WRITES))
+def test_a_reclaimed_tensor_is_not_written_and_the_new_occupant_keeps_its_values(name: str) -> None:
+    y, z, _ = _reset_under(_step)
+    with pytest.raises(RuntimeError, match=_RECLAIMED):
+        _WRITES[name](y, z)
+    assert z.tolist() == [1.0, 3.0, 5.0, 7.0]
+
+
+_VIEWS: dict[str, Callable[[lg.Tensor], lg.Tensor]] = {
+    "detach": lambda t: t.detach(),
+    "data": lambda t: t.data,
+    "view(-1)": lambda t: t.view(-1),
+    "[:2]": lambda t: t[:2],
+    "reshape": lambda t: t.reshape(2, 2),
+    "t()": lambda t: t.reshape(2, 2).t(),
+    "expand": lambda t: t[None].expand(2, 4),
+    "unbind": lambda t: t.unbind(0)[1],
+    "narrow": lambda t: t.narrow(0, 1, 2),
+    "split": lambda t: t.split(2)[1],
+    "unsqueeze": lambda t: t.unsqueeze(0),
+}
+
+
+@pytest.mark.parametrize("where", ["inside", "outside"])
+@pytest.mark.parametrize("name", list(_VIEWS))
+def test_views_taken_before_the_reset_are_reclaimed_with_their_base(name: str, where: str) -> None:
+    """A view shares its base's storage, so it shares its base's arena generation, wherever it was
+    taken: inside the arena or after leaving it, before the reset."""
+    temp = memory.Arena("1MB", name="temp")
+    with temp:
+        y = _step()
+        v = _VIEWS[name](y) if where == "inside" else None
+    if v is None:
+        v = _VIEWS[name](y)
+    assert v.tolist() == _VIEWS[name](lg.arange(4.0) * 2 + 1).tolist()  # (a view, valid before the reset)
+    temp.reset()
+    with temp:
+        _step()  # the bytes' next occupant
+    for use in (lambda: v.tolist(), lambda: v + 1, lambda: v.sum(), lambda: v.clone(), lambda: v.fill_(0),
+                lambda: v.detach().numpy(), lambda: lg.stack([v])):
+        with pytest.raises(RuntimeError, match=_RECLAIMED):
+            use()
+    assert v.shape == _VIEWS[name](lg.zeros(4)).shape  # (what it was, not its data: still there)
+
+
+@pytest.mark.parametrize("name", list(_VIEWS))
+def test_views_of_a_heap_tensor_taken_inside_an_arena_outlive_its_reset(name: str) -> None:
+    base = lg.arange(4.0) * 2 + 1
+    perm = memory.Arena("1MB", name="permanent")
+    with perm:
+        p = _step()
+    temp = memory.Arena("1MB", name="temp")
+    with temp:
+        views = [_VIEWS[name](base), _VIEWS[name](p)]  # the heap's and another arena's storage
+    temp.reset()
+    with temp:
+        _step()
+    for v in views:
+        assert v.tolist() == _VIEWS[name](base).tolist()
+        if 0 not in v.stride():  # (an expanded view refuses in-place writes anyway)
+            v.add_(0)  # and written
+
+
+def test_results_kept_from_an_arena_loop_are_refused_after_the_reset() -> None:
+    """``kept.append(logits.detach())`` inside the loop kept views of reclaimed storage: reading
+    them read later steps' logits. Copies taken outside the arena stay valid."""
+    w = lg.arange(4.0)
+    temp = memory.Arena("1MB", name="temp")
+    kept, copies = [], []
+    for step in range(3):
+        with temp:
+            logits = w * (step + 1)
+            kept.append(logits.detach())
+        copies.append(logits.clone())
+        temp.reset()
+    assert lg.stack(copies).tolist() == [[0.0, 1.0, 2.0, 3.0], [0.0, 2.0, 4.0, 6.0], [0.0, 3.0, 6.0, 9.0]]
+    for t in kept:
+        with pytest.raises(RuntimeError, match=_RECLAIMED):
+            lg.stack([t])
+        with pytest.raises(RuntimeError, match=_RECLAIMED):
+            t.max()
+
+
+def test_backward_through_a_graph_whose_arena_was_reset_raises() -> None:
+    w = lg.ones(4, requires_grad=True)
+    temp = memory.Arena("1MB", name="temp")
+    with temp:
+        loss = (w * 2).exp().sum()  # Exp saves its output, in the arena
+        h = (w * 3).exp()
+    outside = h.sum()  # made on the heap from a tensor in the arena
+    temp.reset()
+    with temp:
+        (w * 5).exp().sum()  # the bytes' next occupants
+    for t in (loss, outside):
+        with pytest.raises(RuntimeError, match=_RECLAIMED):
+            t.backward()
+    assert w.grad is None
+
+
+def _three_leaf_loss() -> tuple[list[lg.Tensor], lg.Tensor]:
+    lg.manual_seed(0)
+    leaves = [lg.ones(256, requires_grad=True) for _ in range(3)]
+    x = lg.randn(256)
+    return leaves, sum(((p * x).sum() for p in leaves[1:]), (leaves[0] * x).sum())
+
+
+def test_an_arena_full_in_the_middle_of_backward_leaves_every_grad_as_it_was() -> None:
+    leaves, loss = _three_leaf_loss()
+    probe = memory.Arena("1MB", name="probe")
+    with probe:
+        loss.backward(retain_graph=True)  # how much the backward takes
+    need = probe.used
+    leaves, loss = _three_leaf_loss()
+    a, b, c = leaves
+    a.grad = lg.full((256,), 5.0)
+    small = memory.Arena(need // 2, name="small")
+    with small, pytest.raises(MemoryError, match="arena 'small' is full"):
+        loss.backward(retain_graph=True)
+    assert a.grad.tolist() == [5.0] * 256 and b.grad is None and c.grad is None
+    with memory.Arena(need, name="enough"):
+        loss.backward()  # and the same backward then works: d/dp of (p * x).sum() is x for each
+    assert b.grad is not None and c.grad is not None
+    np.testing.assert_array_equal(b.grad.numpy(), c.grad.numpy())
+    np.testing.assert_array_equal(a.grad.numpy(), 5.0 + b.grad.numpy())
+
+
+def test_a_full_gradient_home_in_the_middle_of_backward_leaves_every_grad_as_it_was() -> None:
+    x = lg.randn(256)
+    # no gradients yet: the second leaf's gradient home does not fit in the permanent arena
+    perm = memory.Arena(3 * 1024, name="permanent")
+    with perm:
+        a, b = lg.zeros(256, requires_grad=True), lg.zeros(256, requires_grad=True)
+    with pytest.raises(MemoryError, match="arena 'permanent' is full"):
+        ((a * x).sum() + (b * x).sum()).backward()
+    assert a.grad is None and b.grad is None
+    # gradients there: a's is read-only, so its sum needs a new home, which does not fit; b's sum,
+    # in place, is not done either
+    perm = memory.Arena(3 * 1024, name="permanent")
+    with perm:
+        a, b = lg.zeros(256, requires_grad=True), lg.zeros(256, requires_grad=True)
+        b.grad = lg.ones(256)
+    a.grad = lg.ones(1).expand(256)
+    with pytest.raises(MemoryError, match="arena 'permanent' is full"):
+        ((a * x).sum() + (b * x).sum()).backward()
+    assert a.grad.tolist() == [1.0] * 256 and a.grad.stride() == (0,) and b.grad.tolist() == [1.0] * 256
+
+
+def test_an_arena_entered_from_a_second_thread_says_what_is_wrong() -> None:
+    shared = memory.Arena("1MB", name="shared")
+    entered, leave = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def hold() -> None:
+        try:
+            with shared:
+                entered.set()
+                leave.wait(10)
+        except BaseException as e:  # noqa: BLE001 - reported to the test's thread
+            errors.append(e)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    assert entered.wait(10)
+    try:
+        with pytest.raises(RuntimeError, match="arena 'shared' is already in use by another thread"), shared:
+            pass
+        assert memory.active() is None
+    finally:
+        leave.set()
+        t.join()
+    assert errors == []
+    with shared, shared:  # once the other thread has left, this one may (nested, too)
+        assert memory.active() is shared
+    assert memory.active() is None
+
+
 def test_overflow_raises_and_changes_nothing() -> None:
     a = memory.Arena(1024, name="small")
     a.empty((100,), np.float32)
@@ -179,6 +408,7 @@ def test_parameter_gradient_lives_in_the_permanent_arena() -> None:
             (w * 2).sum().backward()
         temp.reset()
     used = perm.used
+    assert w.grad is not None
     assert w.grad.tolist() == [2.0] * 4 and np.shares_memory(w.grad._data, perm._blocks[0])
     with temp:
         w.grad = None
@@ -251,6 +481,7 @@ def test_parameters_and_optimizer_state_live_in_the_permanent_arena() -> None:
         used.append(perm.used)
     block = perm._blocks[0]
     for p in model.parameters():
+        assert p.grad is not None
         assert np.shares_memory(p._data, block) and np.shares_memory(p.grad._data, block)
         assert np.shares_memory(opt.state[p]["exp_avg"]._data, block)
     assert used[1] == used[2]  # after the first step (which packs the buffers) nothing more is taken
@@ -334,9 +565,10 @@ def _outputs_outside(step: Callable[[], float], temp: memory.Arena) -> list[str]
             outside.append(f"{cls.__name__}.forward {t._data.shape}")
         return t
 
-    def subclasses(c: type) -> list[type]:
-        return [s for k in c.__subclasses__() for s in [k, *subclasses(k)]]
-    patched = {}
+    def subclasses(c: Any) -> list[Any]:
+        subs: list[Any] = c.__subclasses__()
+        return [s for k in subs for s in [k, *subclasses(k)]]
+    patched: dict[Any, Any] = {}
     for cls in subclasses(Fn.Function):
         if "backward" in cls.__dict__:
             def traced_backward(self: Any, g: Any, _orig: Any = cls.__dict__["backward"]) -> Any:
@@ -347,11 +579,11 @@ def _outputs_outside(step: Callable[[], float], temp: memory.Arena) -> list[str]
                 return grads
             patched[cls] = cls.__dict__["backward"]
             cls.backward = traced_backward
-    Fn.Function.apply = classmethod(traced_apply)
+    Fn.Function.apply = classmethod(traced_apply)  # type: ignore[method-assign,assignment]
     try:
         step()
     finally:
-        Fn.Function.apply = apply
+        Fn.Function.apply = apply  # type: ignore[method-assign]
         for cls, orig in patched.items():
             cls.backward = orig
     return outside

@@ -237,6 +237,41 @@ def test_load_state_dict_reports_every_problem_and_changes_nothing() -> None:
         np.testing.assert_array_equal(v.numpy(), before[k])
 
 
+
+_COPY_ERROR = ('Error(s) in loading state_dict for Linear:\n\tWhile copying the parameter named "bias", whose '
+               "dimensions in the model are lightgrad.Size([2]) and whose dimensions in the checkpoint are "
+               "lightgrad.Size([2]), an exception occurred : ")
+
+
+@pytest.mark.parametrize("bias", [np.array(["a", "b"]), np.array(["1", "2"]), np.array([None, None])],
+                         ids=["str", "numeric-str", "object"])
+def test_load_state_dict_value_of_wrong_dtype_changes_nothing(bias: Any) -> None:
+    # right shape, but not numbers: every value is checked before the first is copied
+    m = nn.Linear(2, 2)
+    before = {k: v.numpy().copy() for k, v in m.state_dict().items()}
+    with pytest.raises(RuntimeError) as e:
+        m.load_state_dict({"weight": lg.ones(2, 2), "bias": bias})
+    assert str(e.value).startswith(_COPY_ERROR)
+    assert str(e.value) == _COPY_ERROR + f"('expected a tensor of numbers, but got dtype {bias.dtype}',)."
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), before[k])
+    if torch is not None:  # PyTorch's message for a copy that fails (though it has copied the weight by then)
+        t = torch.nn.Linear(2, 2)
+        with pytest.raises(RuntimeError) as te:
+            t.load_state_dict({"weight": torch.ones(2, 2), "bias": torch.empty(2, device="meta")})
+        assert str(te.value).replace("torch.Size", "lightgrad.Size").startswith(_COPY_ERROR)
+
+
+def test_failed_load_leaves_lazy_placeholders_uninitialized() -> None:
+    m = nn.LazyLinear(2)
+    with pytest.raises(RuntimeError, match='While copying the parameter named "bias"'):
+        m.load_state_dict({"weight": lg.ones(2, 3), "bias": np.array(["a", "b"])})
+    assert isinstance(m.weight, nn.UninitializedParameter) and isinstance(m.bias, nn.UninitializedParameter)
+    m.load_state_dict({"weight": lg.ones(2, 3), "bias": lg.zeros(2)})
+    np.testing.assert_array_equal(m.weight.detach().numpy(), np.ones((2, 3), np.float32))
+    assert not isinstance(m.weight, nn.UninitializedParameter)
+
+
 def test_load_state_dict_non_strict() -> None:
     m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))
     sd = {"0.weight": lg.ones(2, 2), "0.bias": lg.ones(2), "9.bias": lg.ones(1)}

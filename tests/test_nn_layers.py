@@ -456,6 +456,67 @@ def test_activations_extreme_inputs_finite(f: str) -> None:
     assert np.isfinite(y.detach().numpy()).all() and np.isfinite(x.grad.numpy()).all()
 
 
+_LOGITS = np.array([-1e4, -40.0, -20.0, -1.5, 0.0, 0.3, 20.0, 40.0, 1e4])
+_TARGET = np.random.default_rng(0).uniform(size=_LOGITS.size)
+
+
+def _sig(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-x))
+
+
+# (name, f(T, x), its derivative in closed form): every function built on softplus or log-sigmoid,
+# at exactly 0 and at the extremes, where composing relu/abs/clamp pieces gave the wrong gradient
+_SOFTPLUS_FAMILY = [
+    ("softplus", lambda T, x: T.nn.functional.softplus(x),
+     lambda x: np.where(x > 20, 1.0, _sig(x))),
+    ("softplus_beta", lambda T, x: T.nn.functional.softplus(x, beta=2.0, threshold=5.0),
+     lambda x: np.where(2 * x > 5, 1.0, _sig(2 * x))),
+    ("logsigmoid", lambda T, x: T.nn.functional.logsigmoid(x), lambda x: _sig(-x)),
+    ("LogSigmoid", lambda T, x: T.nn.LogSigmoid()(x), lambda x: _sig(-x)),
+    ("bce_with_logits", lambda T, x: T.nn.functional.binary_cross_entropy_with_logits(
+        x, T.tensor(_TARGET), reduction="none"), lambda x: _sig(x) - _TARGET),
+    ("BCEWithLogitsLoss_pos_weight", lambda T, x: T.nn.BCEWithLogitsLoss(
+        reduction="none", pos_weight=T.tensor(3.0, dtype=T.float64))(x, T.tensor(_TARGET)),
+     lambda x: (1 - _TARGET) - (2 * _TARGET + 1) * _sig(-x)),
+    ("soft_margin_loss", lambda T, x: T.nn.functional.soft_margin_loss(
+        x, T.tensor(np.where(_TARGET > 0.5, 1.0, -1.0)), reduction="none"),
+     lambda x: -np.where(_TARGET > 0.5, 1.0, -1.0) * _sig(-np.where(_TARGET > 0.5, 1.0, -1.0) * x)),
+    ("multilabel_soft_margin_loss", lambda T, x: T.nn.functional.multilabel_soft_margin_loss(
+        x[None], T.tensor(_TARGET[None]), reduction="none"), lambda x: (_sig(x) - _TARGET) / x.size),
+    ("bernoulli_log_prob", lambda T, x: T.distributions.Bernoulli(logits=x).log_prob(
+        T.tensor((_TARGET > 0.5).astype(np.float64))), lambda x: (_TARGET > 0.5) - _sig(x)),
+]
+
+
+@pytest.mark.parametrize("name,f,deriv", _SOFTPLUS_FAMILY, ids=[c[0] for c in _SOFTPLUS_FAMILY])
+def test_softplus_family_gradient_at_zero_and_extremes(name: str, f: Any, deriv: Any) -> None:
+    x = lg.tensor(_LOGITS, requires_grad=True)
+    y = f(lg, x)
+    y.sum().backward()
+    # (atol: (1 - t) - sigmoid(-x) and sigmoid(x) - t round differently, by 1e-16)
+    np.testing.assert_allclose(x.grad.numpy(), deriv(_LOGITS), rtol=1e-12, atol=1e-15, err_msg=name)
+    if torch is not None:  # values, gradients and second derivatives as PyTorch's
+        res = []
+        for T in (lg, torch):
+            xt = T.tensor(_LOGITS, requires_grad=True)
+            yt = f(T, xt)
+            (g,) = T.autograd.grad(yt.sum(), xt, create_graph=True)
+            (h,) = T.autograd.grad(g.sum(), xt)
+            res.append((yt.detach().numpy(), g.detach().numpy(), h.numpy()))
+        (v, g, h), (tv, tg, th) = res
+        # PyTorch's soft_margin_loss computes log(1 + exp(1e4)) = inf (its gradient NaN) where
+        # lightgrad's is 1e4 (gradient -1): compared where PyTorch's is finite
+        for mine, theirs in ((v, tv), (g, tg)):
+            finite = np.isfinite(theirs)
+            np.testing.assert_allclose(mine[finite], theirs[finite], rtol=1e-10, atol=1e-15, err_msg=name)
+        # PyTorch's second derivative of softplus is 0 at the threshold itself, where its first is
+        # sigmoid(20); lightgrad's follows the first. Near +-40 the exact second derivatives are 4e-18,
+        # and each library rounds one of them to 0.
+        keep = np.isfinite(th) & ((_LOGITS != 20) if name == "softplus" else True)
+        np.testing.assert_allclose(h[keep], th[keep], rtol=1e-10, atol=1e-15, err_msg=name)
+
+
 # ---- randomness: dropout -----------------------------------------------------------------------
 
 def test_dropout_statistics_and_gradient() -> None:

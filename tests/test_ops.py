@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import numeric_grads, torch
+from helpers import builtin_type, numeric_grads, torch
 
 import lightgrad as lg
 
@@ -97,6 +97,10 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("var_dim", lambda T, a: a.var(1, keepdim=True), [(2, 3, 4)], set()),
     ("var_corr0", lambda T, a: a.var(0, correction=0), [(3, 4)], set()),
     ("std", lambda T, a: a.std(-1), [(2, 5)], set()),
+    # a constant row and a size-1 dim: the deviation is 0 there, and so is PyTorch's gradient (not NaN)
+    ("std_constant_row", lambda T, a: (a * T.tensor([[0.0], [1.0]], dtype=a.dtype)).std(1, correction=0), [M], set()),
+    ("std_size1_dim", lambda T, a: a.std(1, correction=0), [(3, 1)], set()),
+    ("var_size1_dim", lambda T, a: a.var(1, correction=0), [(3, 1)], set()),
     ("prod", lambda T, a: a.prod(), [(2, 3)], set()),
     ("prod_dim", lambda T, a: a.prod(1), [(2, 3, 2)], set()),
     ("amax", lambda T, a: a.amax(), [(2, 3, 4)], set()),
@@ -120,6 +124,14 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("any", lambda T, a: (a > 0).any().float(), [(2, 3)], {NOGRAD}),
     ("softmax", lambda T, a: a.softmax(-1), [(2, 3, 4)], set()),
     ("log_softmax", lambda T, a: a.log_softmax(1), [(2, 3, 4)], set()),
+    # a 0-d tensor reduces along dim 0 or -1 as along one dim of size 1, and keeps its shape ()
+    ("cumsum_0d", lambda T, a: a.cumsum(0), [()], set()),
+    ("cumprod_0d_neg", lambda T, a: a.cumprod(-1), [()], set()),
+    ("softmax_0d", lambda T, a: a.softmax(0), [()], set()),
+    ("log_softmax_0d", lambda T, a: T.nn.functional.log_softmax(a, -1), [()], set()),
+    ("sum_0d_dim", lambda T, a: a.sum(0), [()], set()),
+    ("amax_0d_dim", lambda T, a: a.amax(-1), [()], set()),
+    ("logsumexp_empty", lambda T, a: a.logsumexp(1), [(2, 0)], set()),  # log(0): -inf, not amax's error
     # sorting, scans, indexing (compat)
     ("sort", lambda T, a: a.sort(1).values, [(2, 3, 4)], set()),
     ("sort_desc", lambda T, a: a.sort(dim=0, descending=True).values, [(3, 4)], set()),
@@ -195,18 +207,27 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("repeat", lambda T, a: a.repeat(2, 1, 3), [(2, 3)], set()),
     ("cat", lambda T, a, b: T.cat([a, b], 1), [(2, 3), (2, 2)], set()),
     ("cat_neg", lambda T, a, b: T.cat([a, b], -2), [(2, 3), (1, 3)], set()),
+    # a 1-d empty input joins any shape, and gets an empty gradient of its own (not None)
+    ("cat_empty_input", lambda T, e, a: T.cat([e, a, e], 1), [(0,), (2, 3)], set()),
+    ("cat_one", lambda T, a: T.cat([a]), [(2, 3)], set()),
     ("stack", lambda T, a, b: T.stack([a, b], 1), [M, M], set()),
     ("split", lambda T, a: a.split(2, 1)[1], [(2, 5)], set()),
     ("split_sizes", lambda T, a: a.split([1, 4], 1)[1], [(2, 5)], set()),
     ("chunk", lambda T, a: a.chunk(3, 0)[2], [(5, 2)], set()),
+    ("tensor_split_indices", lambda T, a: a.tensor_split([1, -1], 1)[1], [(2, 5)], set()),
     ("unbind", lambda T, a: a.unbind(1)[2], [(2, 3)], set()),
     ("flip", lambda T, a: a.flip(0, 2), [(2, 3, 4)], set()),
+    ("flip_dims_kw", lambda T, a: T.flip(a, dims=(0, -1)), [(2, 3, 4)], set()),
+    ("flip_dims_kw_method", lambda T, a: a.flip(dims=[1]), [(2, 3)], set()),
     ("roll", lambda T, a: a.roll(1, 1), [(2, 3)], set()),
     ("roll_multi", lambda T, a: a.roll((1, -1), (0, 1)), [(2, 3)], set()),
     ("tril", lambda T, a: a.tril(), [(3, 4)], set()),
     ("triu_k", lambda T, a: a.triu(1), [(2, 3, 3)], set()),
     ("narrow", lambda T, a: a.narrow(1, 1, 2), [(2, 4)], set()),
+    ("narrow_neg_start", lambda T, a: a.narrow(1, -3, 2), [(2, 4)], set()),
     ("movedim", lambda T, a: a.movedim(0, -1), [(2, 3, 4)], set()),
+    ("movedim_tuple", lambda T, a: a.movedim((0, 1), (2, 0)), [(2, 3, 4)], set()),
+    ("movedim_0d", lambda T, a: a.movedim(0, -1) * 1.0, [()], set()),
     ("diagonal", lambda T, a: a.diagonal(), [(3, 3)], set()),
     ("trace", lambda T, a: a.trace(), [(3, 3)], set()),
     # indexing
@@ -222,6 +243,11 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("gather", lambda T, a: a.gather(1, T.tensor(IDX)), [(2, 3)], set()),
     ("gather_dim0", lambda T, a: a.gather(0, T.tensor([[1, 0, 1]])), [(2, 3)], set()),
     ("take_along_dim", lambda T, a: T.take_along_dim(a, T.tensor([[0], [2]]), 1), [(2, 3)], set()),
+    ("take_along_dim_neg", lambda T, a: T.take_along_dim(a, T.tensor([[-1], [-3]]), 1), [(2, 3)], set()),
+    ("gather_0d", lambda T, a: a.gather(0, T.tensor([0, 0])), [()], set()),
+    ("scatter_0d", lambda T, a, b: a.scatter_add(0, T.tensor(0), b), [(), ()], set()),
+    ("index_select_0d", lambda T, a: a.index_select(-1, T.tensor([0])), [()], set()),
+    ("index_fill_neg", lambda T, a: a.index_fill(1, T.tensor([-1]), 2.0), [(2, 3)], set()),
     ("scatter", lambda T, a, b: a.scatter(1, T.tensor([[0, 2], [1, 0]]), b), [(2, 3), (2, 2)], set()),
     ("scatter_add", lambda T, a, b: a.scatter_add(1, T.tensor([[0, 0], [1, 1]]), b), [(2, 3), (2, 2)], set()),
     ("index_select", lambda T, a: a.index_select(1, T.tensor([2, 0, 2])), [(2, 3)], set()),
@@ -265,6 +291,9 @@ OPS: list[tuple[str, Any, list[tuple[int, ...]], set[str]]] = [
     ("lgamma_big", lambda T, a: (a * 20).lgamma(), [M], {POS}),
     ("digamma", lambda T, a: a.digamma(), [M], {POS}),
     ("digamma_neg", lambda T, a: (a * 0.4 - 0.5).digamma(), [M], {POS}),
+    ("polygamma1", lambda T, a: T.polygamma(1, a), [M], {POS}),
+    ("polygamma3", lambda T, a: T.polygamma(3, a * 3), [M], {POS}),
+    ("polygamma2_neg", lambda T, a: (a * 0.4 - 0.5).polygamma(2), [M], {POS}),
     ("logit", lambda T, a: (a * 0.4 + 0.5).logit(), [M], {UNIT}),
     ("logit_eps", lambda T, a: (a * 0.6 + 0.5).logit(eps=0.2), [M], {UNIT}),
     ("xlogy", lambda T, a, b: T.xlogy(T.where(a > 1, a, 0.0), b), [M, S], {POS}),
@@ -510,6 +539,21 @@ def _run_lg(fn: Any, arrays: list[np.ndarray], dtype: Any, noncontig: bool) -> t
     return fn(lg, *ts), ts
 
 
+def _numeric_grads(f: Any, xs: list[np.ndarray], r: np.ndarray, eps: float = 1e-6) -> list[np.ndarray]:
+    """numeric_grads, an empty input's gradient being empty (NumPy cannot iterate over it)."""
+    full = [i for i, x in enumerate(xs) if x.size]
+
+    def some(*arrays: np.ndarray) -> np.ndarray:
+        args = list(xs)
+        for i, a in zip(full, arrays):
+            args[i] = a
+        return f(*args)
+    grads = [np.zeros_like(x) for x in xs]
+    for i, g in zip(full, numeric_grads(some, [xs[i] for i in full], r, eps)):
+        grads[i] = g
+    return grads
+
+
 @pytest.mark.parametrize("layout", ["contig", "noncontig"])
 @pytest.mark.parametrize("name,fn,shapes,opts", OPS, ids=[o[0] for o in OPS])
 def test_grad_finite_differences(name: str, fn: Any, shapes: Any, opts: set[str], layout: str) -> None:
@@ -524,7 +568,7 @@ def test_grad_finite_differences(name: str, fn: Any, shapes: Any, opts: set[str]
     def f(*arrays: np.ndarray) -> np.ndarray:
         with lg.no_grad():
             return np.asarray(fn(lg, *[lg.tensor(a) for a in arrays])._data, np.float64)
-    num = numeric_grads(f, [x.copy() for x in xs], r)
+    num = _numeric_grads(f, [x.copy() for x in xs], r)
     for t, n in zip(ts, num):
         assert t.grad is not None, f"{name}: no gradient reached an input"
         assert t.grad.shape == t.shape
@@ -551,6 +595,44 @@ def test_against_torch(name: str, fn: Any, shapes: Any, opts: set[str], dtype: s
     (to * torch.tensor(r, dtype=tdt)).sum().backward()
     for lt, tt in zip(lts, tts):
         np.testing.assert_allclose(lt.grad.numpy(), tt.grad.numpy(), **tol, err_msg=name)
+
+
+def _weighted_grad_sum(fn: Any, arrays: list[np.ndarray], create_graph: bool) -> tuple[Any, list[Any]]:
+    """sum(grad(sum(fn(x) * r)) * r2) with fixed random weights r, r2, and the inputs x."""
+    ts = [lg.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(lg, *ts)
+    r = lg.tensor(np.random.default_rng(3).normal(size=tuple(out.shape)))
+    grads = lg.autograd.grad((out * r).sum(), ts, create_graph=create_graph, allow_unused=True)
+    total: Any = 0.0
+    for k, g in enumerate(grads):
+        if g is not None:
+            total = total + (g * lg.tensor(np.random.default_rng(4 + k).normal(size=tuple(g.shape)))).sum()
+    return total, ts
+
+
+@pytest.mark.parametrize("name,fn,shapes,opts", OPS, ids=[o[0] for o in OPS])
+def test_second_derivative_finite_differences_or_raises(name: str, fn: Any, shapes: Any, opts: set[str]) -> None:
+    """Every op's gradient differentiated again (create_graph=True) matches finite differences of the
+    gradient, or lightgrad raises: a backward formula that computes on plain arrays must never give a
+    silently constant gradient (digamma's second derivative was 0)."""
+    if NOGRAD in opts or LOWPREC in opts:
+        return
+    xs = _inputs(shapes, opts, seed=len(name) + 11)
+    try:
+        total, ts = _weighted_grad_sum(fn, xs, create_graph=True)
+        if not isinstance(total, lg.Tensor) or not total.requires_grad:
+            second = [None] * len(ts)  # a linear op: its gradient is a constant
+        else:
+            second = lg.autograd.grad(total, ts, allow_unused=True)
+    except RuntimeError as e:
+        assert "cannot be differentiated again" in str(e), (name, e)
+        return  # refused: never silently wrong
+
+    def first(*arrays: np.ndarray) -> np.ndarray:
+        return np.asarray(float(_weighted_grad_sum(fn, list(arrays), create_graph=False)[0]))
+    num = _numeric_grads(first, [x.copy() for x in xs], np.ones(()), eps=1e-5)
+    for h, n in zip(second, num):
+        np.testing.assert_allclose(0.0 if h is None else h.detach().numpy(), n, rtol=1e-4, atol=1e-5, err_msg=name)
 
 
 # reference NumPy forwards for the rows that have an obvious one (checked without PyTorch)
@@ -582,6 +664,11 @@ def test_forward_against_numpy(name: str) -> None:
 
 
 # ---- errors: same exception type as PyTorch, message naming what was expected and got ----------
+
+class Exact(str):
+    """An ERRORS text that is the whole message: lightgrad's, and PyTorch's where it is installed,
+    both raised as exactly that built-in exception type."""
+
 
 ERRORS: list[tuple[str, Any, type[Exception], str]] = [
     ("add_shape", lambda T: T.ones(2, 3) + T.ones(2, 4), RuntimeError, "size of tensor a (3)"),
@@ -730,6 +817,203 @@ ERRORS: list[tuple[str, Any, type[Exception], str]] = [
      RuntimeError, "int32/int64"),
     ("index_reduce_count", lambda T: T.ones(3).index_reduce(0, T.tensor([0, 1]), T.ones(1), "prod"), RuntimeError,
      "Number of indices (2)"),
+    # PyTorch's exact words (Exact: the whole message, lightgrad's and PyTorch's, and the same
+    # built-in exception type): where lightgrad used to accept, or said it in NumPy's words
+    ("narrow_past_end", lambda T: T.ones(2, 3).narrow(1, 1, 5), RuntimeError,
+     Exact("start (1) + length (5) exceeds dimension size (3).")),
+    ("narrow_neg_start_past_end", lambda T: T.ones(2, 3).narrow(1, -2, 3), RuntimeError,
+     Exact("start (1) + length (3) exceeds dimension size (3).")),
+    ("narrow_start_range", lambda T: T.ones(2, 3).narrow(1, -4, 1), IndexError,
+     Exact("start out of range (expected to be in range of [-3, 3], but got -4)")),
+    ("narrow_neg_length", lambda T: T.ones(2, 3).narrow(1, 0, -1), RuntimeError,
+     Exact("narrow(): length must be non-negative.")),
+    ("narrow_0d", lambda T: T.tensor(1.0).narrow(0, 0, 1), RuntimeError,
+     Exact("narrow() cannot be applied to a 0-dim tensor.")),
+    ("narrow_copy_past_end", lambda T: T.ones(3).narrow_copy(0, 2, 2), RuntimeError,
+     Exact("start (2) + length (2) exceeds dimension size (3).")),
+    ("split_negative", lambda T: T.ones(2, 3).split(-1), RuntimeError,
+     Exact("split expects split_size be non-negative, but got split_size=-1")),
+    ("split_zero", lambda T: T.ones(2, 3).split(0), RuntimeError,
+     Exact("split_size can only be 0 if dimension size is 0, but got dimension size of 2")),
+    ("split_sizes_negative", lambda T: T.ones(2, 3).split([4, -1], 1), RuntimeError,
+     Exact("split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes=[4, -1]")),
+    ("split_0d", lambda T: T.tensor(1.0).split(1), RuntimeError, Exact("split expects at least a 1-dimensional tensor")),
+    ("split_float", lambda T: T.ones(4).split(1.5), TypeError,
+     Exact("split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not float")),
+    ("chunk_zero", lambda T: T.ones(2, 3).chunk(0), RuntimeError,
+     Exact("chunk expects `chunks` to be greater than 0, got: 0")),
+    ("chunk_0d", lambda T: T.tensor(1.0).chunk(1), RuntimeError, Exact("chunk expects at least a 1-dimensional tensor")),
+    ("tensor_split_zero", lambda T: T.ones(2, 3).tensor_split(0), RuntimeError,
+     Exact("number of sections must be larger than 0, got 0")),
+    ("tensor_split_0d", lambda T: T.tensor(1.0).tensor_split(1), RuntimeError,
+     Exact("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")),
+    ("floordiv_int_zero", lambda T: T.tensor([1, 2]) // T.tensor([0, 1]), RuntimeError, Exact("ZeroDivisionError")),
+    ("mod_int_zero_scalar", lambda T: T.tensor([1, 2]) % 0, RuntimeError, Exact("ZeroDivisionError")),
+    ("rfloordiv_int_zero", lambda T: 5 // T.tensor([0, 1], dtype=T.int32), RuntimeError, Exact("ZeroDivisionError")),
+    ("fmod_int_zero", lambda T: T.fmod(T.tensor([3], dtype=T.uint8), 0), RuntimeError, Exact("ZeroDivisionError")),
+    ("remainder__int_zero", lambda T: T.tensor([3]).remainder_(T.tensor(0)), RuntimeError,
+     Exact("ZeroDivisionError")),
+    ("div_floor_int_zero", lambda T: T.tensor([4]).div(0, rounding_mode="floor"), RuntimeError,
+     Exact("ZeroDivisionError")),
+    ("div_trunc_int_zero", lambda T: T.div(T.tensor([4]), T.tensor([0]), rounding_mode="trunc"), RuntimeError,
+     Exact("ZeroDivisionError")),
+    ("sum_0d_dim", lambda T: T.tensor(1.0).sum(1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("mean_0d_dim", lambda T: T.tensor(1.0).mean(-2), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got -2)")),
+    ("prod_0d_dim", lambda T: T.tensor(1.0).prod(1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("amax_0d_dims", lambda T: T.tensor(1.0).amax((0, 1)), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("all_0d_dim", lambda T: T.tensor(True).all(1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("transpose_0d", lambda T: T.tensor(1.0).transpose(0, 1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("flatten_0d_dim", lambda T: T.tensor(1.0).flatten(0, 1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("softmax_0d_dim", lambda T: T.tensor(1.0).softmax(1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("cumsum_0d_dim", lambda T: T.tensor(1.0).cumsum(-2), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got -2)")),
+    ("movedim_0d_dim", lambda T: T.tensor(1.0).movedim(0, 1), IndexError,
+     Exact("Dimension out of range (expected to be in range of [-1, 0], but got 1)")),
+    ("cummax_0d_dim", lambda T: T.tensor(1.0).cummax(1), IndexError,
+     Exact("cummax(): Expected reduction dim -1 or 0 for scalar but got 1")),
+    ("dims_repeated", lambda T: T.ones(2, 3).sum((0, -2)), RuntimeError,
+     Exact("dim 0 appears multiple times in the list of dims")),
+    ("size_0d", lambda T: T.tensor(1.0).size(-1), IndexError, Exact("Dimension specified as -1 but tensor has no dimensions")),
+    ("unbind_0d", lambda T: T.tensor(1.0).unbind(-1), IndexError,
+     Exact("Dimension specified as 0 but tensor has no dimensions")),
+    ("roll_0d", lambda T: T.tensor(1.0).roll(1, 0), IndexError, Exact("Dimension specified as 0 but tensor has no dimensions")),
+    ("select_0d", lambda T: T.tensor(1.0).select(0, 0), IndexError, Exact("select() cannot be applied to a 0-dim tensor.")),
+    ("renorm_1d", lambda T: T.ones(3).renorm(2, 0, 1.0), RuntimeError,
+     Exact("renorm: input needs at least 2 dimensions, got 1 dimensions")),
+    ("movedim_repeated", lambda T: T.ones(2, 3, 4).movedim((0, 0), (1, 2)), RuntimeError,
+     Exact("movedim: repeated dim in `source` ([0, 0])")),
+    ("movedim_lengths", lambda T: T.ones(2, 3, 4).movedim((0, 1), (1,)), RuntimeError,
+     Exact("movedim: Invalid source or destination dims: source ([0, 1] dims) should contain the same number of "
+           "dims as destination ([1] dims)")),
+    ("cat_0d", lambda T: T.cat([T.tensor(1.0), T.tensor(2.0)]), RuntimeError,
+     Exact("zero-dimensional tensor (at position 0) cannot be concatenated")),
+    ("compare_shapes", lambda T: T.ones(2) == T.ones(3), RuntimeError,
+     Exact("The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")),
+    ("floordiv_shapes", lambda T: T.tensor([1, 2]) // T.tensor([1, 2, 3]), RuntimeError,
+     Exact("The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")),
+    ("linear_double_input", lambda T: T.nn.Linear(3, 2)(T.ones(2, 3, dtype=T.float64)), RuntimeError,
+     Exact("mat1 and mat2 must have the same dtype, but got Double and Float")),
+    ("linear_long_input", lambda T: T.nn.functional.linear(T.ones(4, 2, 3, dtype=T.int64), T.ones(2, 3), T.ones(2)),
+     RuntimeError, Exact("mat1 and mat2 must have the same dtype, but got Long and Float")),
+    ("linear_bias_dtype", lambda T: T.nn.functional.linear(T.ones(2, 3), T.ones(2, 3), T.ones(2, dtype=T.float64)),
+     RuntimeError, Exact("self and mat2 must have the same dtype, but got Double and Float")),
+    ("linear_no_bias_dtype", lambda T: T.nn.functional.linear(T.ones(3, dtype=T.float64), T.ones(2, 3)), RuntimeError,
+     Exact("expected m1 and m2 to have the same dtype, but got: double != float")),
+    ("linear_no_bias_shape_first", lambda T: T.nn.functional.linear(T.ones(2, 4, dtype=T.float64), T.ones(2, 3)),
+     RuntimeError, Exact("mat1 and mat2 shapes cannot be multiplied (2x4 and 3x2)")),
+    ("softmax_int", lambda T: T.tensor([1, 2]).softmax(0), NotImplementedError,
+     Exact("\"softmax_lastdim_kernel_impl\" not implemented for 'Long'")),
+    ("softmax_int_dim0", lambda T: T.nn.functional.softmax(T.ones(2, 3, dtype=T.int32), 0), NotImplementedError,
+     Exact("\"softmax_kernel_impl\" not implemented for 'Int'")),
+    ("log_softmax_int", lambda T: T.tensor([1, 2]).log_softmax(-1), NotImplementedError,
+     Exact("\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'")),
+    ("softmax_float_to_int", lambda T: T.ones(2).softmax(0, dtype=T.int64), NotImplementedError,
+     Exact("\"softmax_lastdim_kernel_impl\" not implemented for 'Long'")),
+    ("cross_entropy_int32", lambda T: T.nn.functional.cross_entropy(T.ones(2, 3), T.tensor([0, 1], dtype=T.int32)),
+     RuntimeError, Exact("expected target dtype to be Long or Byte, but got Int")),
+    ("nll_loss_int16", lambda T: T.nn.functional.nll_loss(T.ones(2, 3), T.tensor([0, 1], dtype=T.int16)),
+     RuntimeError, Exact("expected target dtype to be Long or Byte, but got Short")),
+    ("cross_entropy_float_indices", lambda T: T.nn.functional.cross_entropy(T.ones(2, 3), T.tensor([0.0, 1.0])),
+     RuntimeError, Exact("expected target dtype to be Long or Byte, but got Float")),
+    ("cross_entropy_int_probs", lambda T: T.nn.functional.cross_entropy(T.ones(2, 3), T.ones(2, 3, dtype=T.int64)),
+     RuntimeError, Exact("Expected floating point type for target with class probabilities, got Long")),
+    ("gather_oob", lambda T: T.ones(3).gather(0, T.tensor([5])), RuntimeError,
+     Exact("index 5 is out of bounds for dimension 0 with size 3")),
+    ("gather_negative", lambda T: T.ones(2, 3).gather(1, T.tensor([[0, -1]])), RuntimeError,
+     Exact("index -1 is out of bounds for dimension 1 with size 3")),
+    ("gather_0d_oob", lambda T: T.tensor(1.0).gather(0, T.tensor(1)), RuntimeError,
+     Exact("index 1 is out of bounds for dimension 0 with size 1")),
+    ("scatter__oob", lambda T: T.zeros(3).scatter_(0, T.tensor([5]), T.ones(1)), RuntimeError,
+     Exact("index 5 is out of bounds for dimension 0 with size 3")),
+    ("scatter_add_oob", lambda T: T.zeros(3, 4).scatter_add(1, T.tensor([[0, 7], [9, 0]]), T.ones(2, 2)), RuntimeError,
+     Exact("index 7 is out of bounds for dimension 1 with size 4")),
+    ("scatter_reduce_oob", lambda T: T.zeros(3).scatter_reduce(0, T.tensor([-1]), T.ones(1), "amax"), RuntimeError,
+     Exact("index -1 is out of bounds for dimension 0 with size 3")),
+    ("scatter_dims", lambda T: T.zeros(3, 4).scatter(0, T.tensor([0]), 1.0), RuntimeError,
+     Exact("Index tensor must have the same number of dimensions as self tensor")),
+    ("take_along_dim_oob", lambda T: T.take_along_dim(T.ones(3, 4), T.tensor([13])), RuntimeError,
+     Exact("index 13 is out of bounds for dimension 0 with size 12")),
+    ("take_along_dim_dims", lambda T: T.ones(3).take_along_dim(T.tensor([[0]]), 0), RuntimeError,
+     Exact("torch.take_along_dim(): input and indices should have the same number of dimensions, but got 1 "
+           "dimensions for input, and 2 dimensions for indices")),
+    ("take_along_dim_shapes", lambda T: T.take_along_dim(T.ones(3, 4), T.tensor([[-1, 3]]), 0), RuntimeError,
+     Exact("The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 1")),
+    ("index_add__oob", lambda T: T.zeros(3).index_add_(0, T.tensor([5]), T.ones(1)), IndexError,
+     Exact("index out of range in self")),
+    ("index_add_oob_2d", lambda T: T.zeros(3, 4).index_add(0, T.tensor([3]), T.ones(1, 4)), RuntimeError,
+     Exact("index 3 is out of bounds for dimension 0 with size 3")),
+    ("index_add_oob_alpha", lambda T: T.zeros(3, 4).index_add(0, T.tensor([3]), T.ones(1, 4), alpha=2), IndexError,
+     Exact("index out of range in self")),
+    ("index_add_oob_middle", lambda T: T.zeros(3, 4, 5).index_add(1, T.tensor([-1]), T.ones(3, 1, 5)), IndexError,
+     Exact("index out of range in self")),
+    ("index_add_shape", lambda T: T.zeros(3, 4).index_add(0, T.tensor([0]), T.ones(1, 5)), RuntimeError,
+     Exact("source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+           "[3, 4] source.shape = [1, 5]")),
+    ("index_add_index_2d", lambda T: T.zeros(3, 4).index_add(0, T.tensor([[0]]), T.ones(1, 4)), IndexError,
+     Exact("index_add_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 1]")),
+    ("index_copy__oob", lambda T: T.zeros(3).index_copy_(0, T.tensor([5]), T.ones(1)), IndexError,
+     Exact("index_copy_(): index 5 is out of bounds for dimension 0 with size 3")),
+    ("index_copy_index_dtype", lambda T: T.zeros(3, 4).index_copy(0, T.tensor([0], dtype=T.int32), T.ones(1, 4)),
+     RuntimeError, Exact("index_copy_(): Expected a long tensor for index, but got Int")),
+    ("index_copy_slices", lambda T: T.zeros(3, 4, 5).index_copy(1, T.tensor([0]), T.ones(3, 1, 6)), RuntimeError,
+     Exact("index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: 3 5 at "
+           "dimension 1 and source slice shape: 3 6 at dimension 0.")),
+    ("index_copy_count", lambda T: T.zeros(3, 4).index_copy(0, T.tensor([7]), T.ones(2, 4)), IndexError,
+     Exact("index_copy_(): Number of indices (1) should be equal to source.size(dim) (2)")),
+    ("index_fill__oob", lambda T: T.zeros(3).index_fill_(0, T.tensor([5]), 1.0), IndexError,
+     Exact("index 5 is out of bounds for dimension 0 with size 3")),
+    ("index_fill_index_dtype", lambda T: T.zeros(3).index_fill(0, T.tensor([0.0]), 1.0), IndexError,
+     Exact("index_fill_(): Expected dtype int64 for index.")),
+    ("index_fill_value_dims", lambda T: T.zeros(3).index_fill(0, T.tensor([0]), T.ones(2)), RuntimeError,
+     Exact("index_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).")),
+    ("index_select_oob", lambda T: T.zeros(3).index_select(0, T.tensor([5])), IndexError,
+     Exact("index out of range in self")),
+    ("index_select_oob_dim1", lambda T: T.zeros(3, 4).index_select(1, T.tensor([0, 7, 9])), RuntimeError,
+     Exact("INDICES element is out of DATA bounds, id=7 axis_dim=4")),
+    ("index_select_empty_dim", lambda T: T.zeros(0, 3).index_select(0, T.tensor([0])), RuntimeError,
+     Exact("index_select(): self indexing axis dim should be positive")),
+    ("index_select_0d_many", lambda T: T.tensor(1.0).index_select(0, T.tensor([0, 0])), RuntimeError,
+     Exact("index_select(): Index to scalar can have only 1 value, got 2 value(s)")),
+    ("index_reduce_oob", lambda T: T.zeros(3).index_reduce(0, T.tensor([5]), T.ones(1), "prod"), IndexError,
+     Exact("index out of range in self")),
+    ("argmax_empty", lambda T: T.empty(0).argmax(), IndexError,
+     Exact("argmax(): Expected reduction dim to be specified for input.numel() == 0.")),
+    ("argmin_empty_dim", lambda T: T.empty(0, 2).argmin(0), IndexError,
+     Exact("argmin(): Expected reduction dim 0 to have non-zero size.")),
+    ("max_empty", lambda T: T.empty(0).max(), RuntimeError,
+     Exact("max(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+           "the 'dim' argument.")),
+    ("min_empty_dim", lambda T: T.empty(2, 0).min(-1), IndexError,
+     Exact("min(): Expected reduction dim 1 to have non-zero size.")),
+    ("amax_empty_dim", lambda T: T.empty(0, 2).amax(-2), IndexError,
+     Exact("amax(): Expected reduction dim -2 to have non-zero size.")),
+    ("aminmax_empty", lambda T: T.empty(0).aminmax(), RuntimeError,
+     Exact("aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity.")),
+    ("aminmax_empty_dim", lambda T: T.empty(2, 0).aminmax(dim=-1), IndexError,
+     Exact("aminmax: Expected reduction dim 1 to have non-zero size.")),
+    ("kthvalue_empty", lambda T: T.empty(0).kthvalue(1), IndexError,
+     Exact("kthvalue(): Expected reduction dim 0 to have non-zero size.")),
+    ("norm_inf_empty", lambda T: T.empty(0).norm(float("-inf")), RuntimeError,
+     Exact("linalg.vector_norm cannot compute the -inf norm on an empty tensor because the operation does not have "
+           "an identity")),
+    ("norm_inf_empty_dim", lambda T: T.empty(0, 2).norm(float("inf"), dim=0), RuntimeError,
+     Exact("linalg.vector_norm cannot compute the inf norm on the dimension 0because this dimension is empty and "
+           "the operation does not have an identity")),
+    ("einsum_sizes", lambda T: T.einsum("ij,jk->ik", T.ones(2, 3), T.ones(4, 2)), RuntimeError,
+     Exact("einsum(): subscript j has size 4 for operand 1 which does not broadcast with previously seen size 3")),
+    ("einsum_repeated", lambda T: T.einsum("iij->j", T.ones(2, 3, 4)), RuntimeError,
+     Exact("einsum(): subscript i is repeated for operand 0 but the sizes don't match, 3 != 2")),
+    ("einsum_ellipsis", lambda T: T.einsum("...i,...i->...", T.ones(5, 2, 3), T.ones(4, 3)), RuntimeError,
+     Exact("einsum(): dimension 0 covered by ellipsis in operand 1has size 4 which does not broadcast with "
+           "previously seen ellipsis with size 2 for the respective dimension")),
 ]
 
 
@@ -745,6 +1029,10 @@ def test_errors(name: str, fn: Any, exc: type[Exception], text: str) -> None:
     with pytest.raises(exc) as info:
         fn(lg)
     assert text in str(info.value), f"{name}: message {str(info.value)!r} lacks {text!r}"
+    if isinstance(text, Exact):
+        assert builtin_type(info.value) is exc and str(info.value) == text, f"{name}: {info.value!r}"
     if torch is not None and name != "cuda":
-        with pytest.raises(exc):
+        with pytest.raises(exc) as theirs:
             fn(torch)
+        if isinstance(text, Exact):  # (the row's text is PyTorch's own)
+            assert builtin_type(theirs.value) is exc and str(theirs.value) == text, f"{name}: torch {theirs.value!r}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import threading
 import warnings
 from collections.abc import Callable
@@ -391,6 +392,118 @@ def test_user_assigned_grad_is_used():
         np.testing.assert_allclose(p.detach().numpy(), b - 0.5 * g, rtol=1e-6)
 
 
+
+# (what is assigned, exception, PyTorch 2.13's message: for a dtype it goes on to advise `grad_dtype`)
+_BAD_GRADS = [
+    (lambda T: T.zeros(3), RuntimeError, "attempting to assign a gradient of size '[3]' to a tensor of size '[4]'. "
+     "Please ensure that the gradient and the tensor are the same size"),
+    (lambda T: T.zeros(2, 2), RuntimeError, "attempting to assign a gradient of size '[2, 2]' to a tensor of size "
+     "'[4]'. Please ensure that the gradient and the tensor are the same size"),
+    (lambda T: T.zeros(()), RuntimeError, "attempting to assign a gradient of size '[]' to a tensor of size '[4]'. "
+     "Please ensure that the gradient and the tensor are the same size"),
+    (lambda T: T.zeros(4, dtype=T.float64), RuntimeError, "attempting to assign a gradient with dtype 'double' to a "
+     "tensor with grad_dtype 'Float'. The gradient must match the tensor's grad_dtype (defaults to the tensor's "
+     "dtype)."),
+    (lambda T: T.zeros(3, dtype=T.int64), RuntimeError, "attempting to assign a gradient with dtype 'long int' to a "
+     "tensor with grad_dtype 'Float'. The gradient must match the tensor's grad_dtype (defaults to the tensor's "
+     "dtype)."),
+    (lambda T: [0.0] * 4, TypeError, "assigned grad expected to be a Tensor or None but got grad of type list"),
+    (lambda T: np.zeros(4, np.float32), TypeError, "assigned grad expected to be a Tensor or None but got grad of "
+     "type numpy.ndarray"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_BAD_GRADS)))
+def test_assigned_grad_of_wrong_shape_or_dtype_is_refused_as_in_torch(i):
+    make, exc, msg = _BAD_GRADS[i]
+    w = lg.zeros(4, requires_grad=True)
+    w.grad = lg.ones(4)
+    with pytest.raises(exc) as e:
+        w.grad = make(lg)
+    assert str(e.value) == msg
+    np.testing.assert_array_equal(w.grad.numpy(), np.ones(4, np.float32))  # unchanged
+    if torch is not None:
+        with pytest.raises(exc) as te:
+            torch.zeros(4, requires_grad=True).grad = make(torch)
+        assert str(te.value).startswith(msg)
+
+
+def test_tensor_cannot_be_its_own_grad():
+    w = lg.zeros(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^can't assign Variable as its own grad$"):
+        w.grad = w
+    assert w.grad is None
+    w.grad = lg.ones(4, requires_grad=True)  # a gradient that itself requires grad is fine (create_graph)
+    w.grad = None
+    assert w.grad is None
+
+
+def _two_groups(second: list[lg.Tensor], **kw: Any) -> tuple[Any, lg.Tensor, np.ndarray]:
+    """SGD over a float32 group and a second group; the first parameter, with its gradient, and its values."""
+    a = lg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    opt = optim.SGD([{"params": [a]}, {"params": second}], **kw)
+    a.grad = lg.ones(3)
+    return opt, a, a.detach().numpy().copy()
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_step_refuses_integer_group_before_updating_any(dtype):
+    b = lg.ones(3, dtype=getattr(lg, dtype))
+    b.grad = lg.ones(3, dtype=getattr(lg, dtype))
+    opt, a, a0 = _two_groups([b], lr=0.1)
+    msg = "For integral input tensors, argument alpha must not be a floating point number."
+    with pytest.raises(RuntimeError, match=re.escape(msg)):
+        opt.step()
+    np.testing.assert_array_equal(a.detach().numpy(), a0)  # the float32 group was not updated either
+    np.testing.assert_array_equal(b.numpy(), np.ones(3))
+    for cls in ("Adam", "RMSprop", "Rprop", "Adagrad", "Adafactor"):
+        o = getattr(optim, cls)([{"params": [a]}, {"params": [b]}])
+        with pytest.raises(RuntimeError, match=f"^{cls} can only update floating point parameters"):
+            o.step()
+        np.testing.assert_array_equal(a.detach().numpy(), a0)
+    if torch is not None:  # PyTorch raises the same, but from its kernel, after updating the first group
+        ta, tb = torch.tensor([1.0, 2.0, 3.0], requires_grad=True), torch.ones(3, dtype=getattr(torch, dtype))
+        ta.grad, tb.grad = torch.ones(3), torch.ones(3, dtype=getattr(torch, dtype))
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            torch.optim.SGD([{"params": [ta]}, {"params": [tb]}], lr=0.1).step()
+
+
+def test_sgd_updates_integer_parameters_with_whole_factors_as_torch():
+    b = lg.tensor([5, 6, 7])
+    b.grad = lg.tensor([1, 2, 3])
+    opt, a, a0 = _two_groups([b], lr=1)
+    opt.step()
+    np.testing.assert_array_equal(a.detach().numpy(), a0 - 1)
+    np.testing.assert_array_equal(b.numpy(), [4, 4, 4])
+    assert b.dtype == lg.int64
+    if torch is not None:
+        tb = torch.tensor([5, 6, 7])
+        tb.grad = torch.tensor([1, 2, 3])
+        torch.optim.SGD([tb], lr=1).step()
+        assert tb.tolist() == [4, 4, 4]
+
+
+def test_step_with_a_bad_second_group_changes_nothing():
+    b = lg.zeros(2, requires_grad=True)
+    b.grad = lg.ones(2)
+    opt, a, a0 = _two_groups([b], lr=0.1, momentum=0.9)
+    opt.param_groups[1]["lr"] = "fast"
+    with pytest.raises(ValueError):
+        opt.step()
+    np.testing.assert_array_equal(a.detach().numpy(), a0)
+    assert opt.state_dict()["state"] == {}  # no momentum buffer started
+    # a gradient that no longer fits its parameter (the parameter's storage was replaced since)
+    opt.param_groups[1]["lr"] = 0.1
+    b.data = lg.zeros(3)
+    with pytest.raises(RuntimeError, match=re.escape("gradient of shape (2,) does not match its parameter of shape (3,)")):
+        opt.step()
+    np.testing.assert_array_equal(a.detach().numpy(), a0)
+    assert opt.state_dict()["state"] == {}
+    b.grad = None
+    opt.step()  # and the optimizer still works
+    np.testing.assert_allclose(a.detach().numpy(), a0 - 0.1, rtol=1e-6)
+
+
 def test_replaced_parameter_storage_is_repacked_with_state():
     params = _params(3, dtype=lg.float64)
     opt = optim.SGD(params, lr=0.1, momentum=0.9)
@@ -705,6 +818,107 @@ def test_load_state_dict_errors():
         optim.Adam([{"params": _params(2)}, {"params": _params(1)}]).load_state_dict(sd)
 
 
+
+def _trained_adam() -> tuple[Any, list[lg.Tensor]]:
+    ps = _params(2, dtype=lg.float64)
+    opt = optim.Adam(ps, lr=0.1)
+    _backward(ps)
+    opt.step()
+    return opt, ps
+
+
+def _bad_state(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(sd: dict[str, Any]) -> None:
+        sd["state"][0][name] = value
+    return edit
+
+
+def _bad_group(name: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(sd: dict[str, Any]) -> None:
+        if value is _DROP:
+            del sd["param_groups"][0][name]
+        else:
+            sd["param_groups"][0][name] = value
+    return edit
+
+
+_DROP = object()
+
+
+@pytest.mark.parametrize("edit,msg", [
+    (_bad_state("exp_avg", lg.zeros(3, dtype=lg.float64)),
+     "loaded state dict has a 'exp_avg' of shape (3,) for parameter 0 of shape (4,)"),
+    (_bad_state("exp_avg_sq", np.zeros((4, 1))),
+     "loaded state dict has a 'exp_avg_sq' of shape (4, 1) for parameter 0 of shape (4,)"),
+    (_bad_state("exp_avg", np.array(list("abcd"))),
+     "loaded state dict has a 'exp_avg' of dtype <U1 for parameter 0, where a tensor of numbers is expected"),
+    (_bad_state("step", "abc"), "loaded state dict has a 'step' of 'abc' for parameter 0, where a number is expected"),
+    (_bad_state("step", None), "loaded state dict has a 'step' of None for parameter 0, where a number is expected"),
+    (_bad_state("step", lg.tensor([1.0, 2.0])),
+     "loaded state dict has a 'step' of tensor([1., 2.]) for parameter 0, where a number is expected"),
+    (_bad_group("lr", "fast"),
+     "loaded state dict has a parameter group (0) with 'lr' = 'fast', where Adam expects a value like 0.1"),
+    (_bad_group("betas", (0.9,)),
+     "loaded state dict has a parameter group (0) with 'betas' = (0.9,), where Adam expects a value like (0.9, 0.999)"),
+    (_bad_group("eps", _DROP), "loaded state dict has a parameter group (0) without 'eps'"),
+])
+def test_failed_load_state_dict_changes_nothing(edit, msg):
+    opt, ps = _trained_adam()
+    ref, ref_ps = _trained_adam()
+    sd = copy.deepcopy(opt.state_dict())
+    sd["param_groups"][0]["lr"] = 0.5  # would change, were the load applied
+    edit(sd)
+    before = copy.deepcopy(opt.state_dict())
+    with pytest.raises(ValueError) as e:
+        opt.load_state_dict(sd)
+    assert str(e.value) == msg
+    after = opt.state_dict()
+    assert after["param_groups"] == before["param_groups"] and opt.param_groups[0]["lr"] == 0.1
+    for k, st in before["state"].items():
+        for name, v in st.items():
+            np.testing.assert_array_equal(after["state"][k][name].numpy(), v.numpy())
+    # and the next steps are those of an optimizer that never saw the load
+    for o, params in ((opt, ps), (ref, ref_ps)):
+        o.zero_grad()
+        _backward(params)
+        o.step()
+    for a, b in zip(ps, ref_ps):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+
+
+def test_loaded_group_without_newer_flags_takes_their_defaults():
+    # a checkpoint from before `decoupled_weight_decay` and `amsgrad` existed: PyTorch's __setstate__ sets them
+    opt, ps = _trained_adam()
+    sd = copy.deepcopy(opt.state_dict())
+    for name in ("amsgrad", "decoupled_weight_decay", "foreach"):
+        del sd["param_groups"][0][name]
+    opt.load_state_dict(sd)
+    group = opt.param_groups[0]
+    assert group["amsgrad"] is False and group["decoupled_weight_decay"] is False and group["foreach"] is None
+    _backward(ps)
+    opt.step()
+    if torch is not None:
+        tw = torch.zeros(4, requires_grad=True)
+        topt = torch.optim.Adam([tw], lr=0.1)
+        tsd = topt.state_dict()
+        for name in ("amsgrad", "decoupled_weight_decay", "foreach"):
+            del tsd["param_groups"][0][name]
+        topt.load_state_dict(tsd)
+        tgroup = topt.param_groups[0]
+        assert [tgroup[k] for k in ("amsgrad", "decoupled_weight_decay", "foreach")] == [False, False, None]
+
+
+def test_load_state_dict_casts_buffers_to_the_parameter_dtype():
+    opt, ps = _trained_adam()  # float64 parameters
+    sd = copy.deepcopy(opt.state_dict())
+    sd["state"][0]["exp_avg"] = np.arange(4, dtype=np.float32)
+    sd["state"][0]["step"] = 7  # a plain number, as old checkpoints hold it
+    opt.load_state_dict(sd)
+    st = opt.state[ps[0]]
+    assert st["exp_avg"].dtype == lg.float64 and st["step"].item() == 7.0
+    np.testing.assert_array_equal(st["exp_avg"].numpy(), [0.0, 1.0, 2.0, 3.0])
+
+
 def test_adagrad_state_exists_from_construction():
     ps = _params(2)
     opt = optim.Adagrad(ps, initial_accumulator_value=0.25)
@@ -753,13 +967,70 @@ def test_validation_messages_match_torch():
         assert str(ours.value) == str(theirs.value)
 
 
-def test_duplicate_params_warn_and_update_once():
-    w = lg.tensor([1.0], requires_grad=True)
+_DUPLICATE_WARNING = ("optimizer contains a parameter group with duplicate parameters; in future, this will cause an "
+                      "error; see github.com/pytorch/pytorch/issues/40967 for more information")
+
+
+def test_duplicate_params_warn_and_update_once_per_entry():
+    # PyTorch applies the update once per list entry; on the first step each entry starts from fresh state,
+    # so SGD's momentum buffer is the gradient for both: w = 1 - 0.5*2 - 0.5*2 = -1, then the buffer goes
+    # 0.9*2 + 2 = 3.8 and 0.9*3.8 + 2 = 5.42: w = -1 - 0.5*3.8 - 0.5*5.42 = -5.61
+    w = lg.tensor([1.0], dtype=lg.float64, requires_grad=True)
+    with pytest.warns(UserWarning) as rec:
+        opt = optim.SGD([w, w], lr=0.5, momentum=0.9)
+    assert [str(r.message) for r in rec] == [_DUPLICATE_WARNING]
+    expected = [-1.0, -5.61]
+    for want in expected:
+        opt.zero_grad()
+        (w * 2).sum().backward()
+        opt.step()
+        assert w.item() == pytest.approx(want, rel=1e-12)
+    np.testing.assert_allclose(opt.state[w]["momentum_buffer"].numpy(), [5.42], rtol=1e-12)
+    # one state entry, under the last entry's index, as PyTorch's state_dict
+    sd = opt.state_dict()
+    assert sd["param_groups"][0]["params"] == [1, 1] and list(sd["state"]) == [1]
+    a = lg.tensor([1.0], requires_grad=True)
     with pytest.warns(UserWarning, match="duplicate parameters"):
-        opt = optim.SGD([w, w], lr=0.5)
-    (w * 2).sum().backward()
-    opt.step()
-    assert w.item() == pytest.approx(0.0)
+        adam = optim.Adam([a, a], lr=0.1)
+    (a * 2).sum().backward()
+    adam.step()
+    assert adam.state[a]["step"].item() == 2.0
+    if torch is not None:
+        tw = torch.tensor([1.0], dtype=torch.float64, requires_grad=True)
+        with pytest.warns(UserWarning) as trec:
+            topt = torch.optim.SGD([tw, tw], lr=0.5, momentum=0.9)
+        assert [str(r.message) for r in trec] == [_DUPLICATE_WARNING]
+        for want in expected:
+            topt.zero_grad()
+            (tw * 2).sum().backward()
+            topt.step()
+            assert tw.item() == pytest.approx(want, rel=1e-12)
+        assert topt.state_dict()["param_groups"][0]["params"] == [1, 1]
+
+
+@needs_torch
+@pytest.mark.parametrize("cls_name,kw", [
+    ("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.1)),
+    ("Adam", dict(lr=0.1, amsgrad=True)), ("AdamW", dict(lr=0.1)), ("Adagrad", dict(lr=0.1)), ("Rprop", dict(lr=0.1)),
+    ("ASGD", dict(lr=0.1, t0=1)), ("NAdam", dict(lr=0.1)), ("RAdam", dict(lr=0.1)), ("Adadelta", {}),
+    ("Adamax", dict(lr=0.1)), ("RMSprop", dict(lr=0.01, momentum=0.5, centered=True)), ("Adafactor", dict(lr=0.1))])
+def test_duplicate_params_match_torch(cls_name, kw):
+    out = []
+    for T, module in ((lg, optim), (torch, torch.optim)):
+        w = T.tensor(np.array([1.0, -2.0, 0.5]), requires_grad=True)
+        v = T.tensor(np.array([0.3, 0.7]), requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            opt = getattr(module, cls_name)([w, v, w], **kw)
+        for i in range(4):
+            opt.zero_grad()
+            ((w * w * w).sum() + (v * w[:2]).sum()).backward()
+            if i == 2:
+                v.grad = None  # a partial step: the duplicate alone
+            opt.step()
+        out.append([w.detach().numpy().copy(), v.detach().numpy().copy()])
+    for a, b in zip(*out):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 def test_repr_lists_group_hyperparameters():

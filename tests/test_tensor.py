@@ -69,6 +69,13 @@ def test_true_division_of_integers_is_float() -> None:
     np.testing.assert_allclose((lg.tensor([1, 3]) / lg.tensor([2, 2])).numpy(), [0.5, 1.5])
 
 
+def test_integer_division_by_zero_of_nothing_is_nothing() -> None:
+    # (PyTorch raises for each quotient with a zero divisor; an empty tensor has none)
+    assert (lg.tensor([], dtype=lg.int64) // 0).shape == (0,)
+    assert (lg.ones(0, 2, dtype=lg.int32) % lg.zeros(2, dtype=lg.int32)).shape == (0, 2)
+    assert (lg.tensor([7]) // lg.tensor([2])).tolist() == [3]
+
+
 def test_attributes() -> None:
     x = lg.zeros(2, 3, 4)
     assert x.shape == (2, 3, 4) and x.size() == (2, 3, 4) and x.size(-1) == 4
@@ -156,6 +163,51 @@ def test_clone_and_contiguous() -> None:
     assert not t.is_contiguous() and t.contiguous().is_contiguous()
 
 
+# (make the base, the view's shape, whether the strides allow a view): view never copies
+_VIEWS = [
+    (lambda T: T.arange(12.0).reshape(3, 4).t(), (12,), False),
+    (lambda T: T.arange(12.0).reshape(3, 4).t(), (2, 6), False),
+    (lambda T: T.arange(12.0).reshape(3, 4).t(), (4, 3), True),
+    (lambda T: T.arange(12.0).reshape(3, 4).t(), (4, 3, 1), True),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4).permute(1, 0, 2), (3, 8), False),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4).permute(1, 0, 2), (6, 4), False),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, 1:], (4, 4), False),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :, :2], (2, 3, 2, 1), True),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :, ::2], (12,), True),  # (strides 12, 4, 2: one run)
+    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :2, ::2], (8,), False),
+    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :2, ::2], (2, 4), True),
+    (lambda T: T.arange(24.0).reshape(4, 6)[1:3], (3, 4), True),
+    (lambda T: T.arange(24.0).reshape(2, 12), (-1, 3), True),
+]
+
+
+@pytest.mark.parametrize("make,shape,ok", _VIEWS)
+def test_view_is_a_view_or_raises(make, shape, ok) -> None:
+    a = make(lg)
+    if not ok:
+        with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+            a.view(shape)
+        assert a.reshape(shape).shape == a.reshape(-1).reshape(shape).shape  # reshape copies instead
+    else:
+        v = a.view(shape)
+        v.fill_(-1.0)  # writes through the view reach the base
+        assert (a.numpy() == -1.0).all()
+    if torch is not None:  # the same cases view (or raise) in PyTorch
+        ta = make(torch)
+        if ok:
+            assert ta.view(shape).data_ptr() == ta.data_ptr()
+        else:
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                ta.view(shape)
+
+
+def test_view_as_views_and_reshape_as_copies() -> None:
+    a = lg.arange(6.0).reshape(2, 3).t()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        a.view_as(lg.zeros(6))
+    assert a.reshape_as(lg.zeros(6)).tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+
+
 @needs_torch
 @pytest.mark.parametrize("make", [
     lambda T: T.tensor([1.0, 2.5, -3.0]),
@@ -202,6 +254,92 @@ def test_creation_functions() -> None:
     assert lg.zeros((2, 3)).shape == (2, 3) and lg.ones([4]).shape == (4,)
     r = lg.randn(2, 3, requires_grad=True)
     assert r.requires_grad and r.is_leaf
+
+
+# sizes PyTorch's creation functions refuse, with its exception type and words (the whole message;
+# PyTorch's must be the same, where it is installed)
+_CREATION_ERRORS = [
+    ("empty_float", lambda T: T.empty(2.5), TypeError,
+     "empty(): argument 'size' (position 1) must be tuple of ints, not float"),
+    ("zeros_float_entry", lambda T: T.zeros(2, 2.5), TypeError,
+     "zeros(): argument 'size' failed to unpack the object at pos 2 with error \"type must be tuple of ints,but got "
+     "float\""),
+    ("zeros_float_in_list", lambda T: T.zeros([3, 2, 2.5]), TypeError,
+     "zeros(): argument 'size' failed to unpack the object at pos 3 with error \"type must be tuple of ints,but got "
+     "float\""),
+    ("ones_float_first", lambda T: T.ones((2.5,)), TypeError,
+     "ones(): argument 'size' (position 1) must be tuple of ints, but found element of type float at pos 0"),
+    ("zeros_bool", lambda T: T.zeros(True), TypeError, "zeros(): argument 'size' (position 1) must be tuple of ints, not bool"),
+    ("zeros_float_tensor", lambda T: T.zeros(T.tensor(2.0)), TypeError,
+     "zeros(): argument 'size' (position 1) must be tuple of ints, not Tensor"),
+    ("zeros_float_then_int", lambda T: T.zeros(2.5, 2), TypeError, "zeros() takes 1 positional argument but 2 were given"),
+    ("full_int_size", lambda T: T.full(2, 1.0), TypeError, "full(): argument 'size' (position 1) must be tuple of ints, not int"),
+    ("new_zeros_float", lambda T: T.ones(2).new_zeros(2.5), TypeError,
+     "new_zeros(): argument 'size' (position 1) must be tuple of ints, not float"),
+    ("empty_negative", lambda T: T.empty(-1), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
+    ("ones_negative", lambda T: T.ones(-2, 3), RuntimeError, "Trying to create tensor with negative dimension -2: [-2, 3]"),
+    ("zeros_negative", lambda T: T.zeros(2, -1), RuntimeError, "zeros: Dimension size must be non-negative."),
+    ("full_negative", lambda T: T.full((-1,), 1.0), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
+    ("new_empty_negative", lambda T: T.ones(2).new_empty((2, -3)), RuntimeError,
+     "Trying to create tensor with negative dimension -3: [2, -3]"),
+    ("new_zeros_negative", lambda T: T.ones(2).new_zeros(-1), RuntimeError,
+     "Trying to create tensor with negative dimension -1: [-1]"),
+    ("zeros_overflow", lambda T: T.zeros(2**62), RuntimeError,
+     "Storage size calculation overflowed with sizes=[4611686018427387904]"),
+    ("empty_overflow_2d", lambda T: T.empty(2**31, 2**31), RuntimeError,
+     "Storage size calculation overflowed with sizes=[2147483648, 2147483648]"),
+    ("new_ones_overflow", lambda T: T.ones(2, dtype=T.float64).new_ones(2**61), RuntimeError,
+     "Storage size calculation overflowed with sizes=[2305843009213693952]"),
+    # 4 EiB: more than any address space, so the allocation fails on every machine
+    ("empty_unallocatable", lambda T: T.empty(2**62, dtype=T.uint8), RuntimeError,
+     "[enforce fail at alloc_cpu.cpp:127] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to "
+     "allocate 4611686018427387904 bytes. Error code 12 (Cannot allocate memory)"),
+    ("eye_negative", lambda T: T.eye(-1), RuntimeError, "n must be greater or equal to 0, got -1"),
+    ("eye_negative_m", lambda T: T.eye(2, -1), RuntimeError, "m must be greater or equal to 0, got -1"),
+    ("eye_float", lambda T: T.eye(2.5), TypeError, "eye(): argument 'n' (position 1) must be int, not float"),
+    ("arange_step_sign", lambda T: T.arange(0, 10, -1), RuntimeError,
+     "upper bound and lower bound inconsistent with step sign"),
+    ("arange_backwards", lambda T: T.arange(-1), RuntimeError, "upper bound and lower bound inconsistent with step sign"),
+    ("arange_nan", lambda T: T.arange(0, float("nan")), RuntimeError, "unsupported range: 0 -> nan"),
+    ("arange_inf", lambda T: T.arange(1.5, float("inf")), RuntimeError, "unsupported range: 1.5 -> inf"),
+    ("arange_step_zero", lambda T: T.arange(0, 1, 0), RuntimeError, "step must be nonzero"),
+    ("arange_overflow", lambda T: T.arange(0, 2**62), RuntimeError,
+     "Storage size calculation overflowed with sizes=[4611686018427387904]"),
+    ("arange_size", lambda T: T.arange(0, 1e300), RuntimeError, "invalid size, possible overflow?"),
+    ("linspace_negative", lambda T: T.linspace(0, 1, -1), RuntimeError, "number of steps must be non-negative"),
+    ("logspace_negative", lambda T: T.logspace(0, 1, -2), RuntimeError, "number of steps must be non-negative"),
+]
+
+
+@pytest.mark.parametrize("name,fn,exc,text", _CREATION_ERRORS, ids=[e[0] for e in _CREATION_ERRORS])
+def test_creation_errors_are_pytorchs(name: str, fn, exc: type[Exception], text: str) -> None:
+    with pytest.raises(exc) as info:
+        fn(lg)
+    assert type(info.value) is exc and str(info.value) == text, f"{name}: {info.value!r}"
+    if torch is not None:
+        with pytest.raises(exc) as theirs:
+            fn(torch)
+        assert type(theirs.value) is exc and str(theirs.value) == text, f"{name}: torch says {theirs.value!r}"
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda T: T.zeros(size=(2, 3)), (2, 3)), (lambda T: T.empty(size=[2, 3]), (2, 3)),
+    (lambda T: T.ones(2, True), (2, 1)), (lambda T: T.zeros(np.int64(2), T.tensor(3)), (2, 3)),
+    (lambda T: T.full(T.Size([2, 3]), 1.5), (2, 3)), (lambda T: T.zeros(0, 3), (0, 3)),
+    (lambda T: T.ones(2).new_full([2, 3], 7), (2, 3)), (lambda T: T.arange(5, 5, -1), (0,)),
+    (lambda T: T.eye(0, 3), (0, 3)), (lambda T: T.linspace(0, 1, 0), (0,)),
+])
+def test_creation_sizes_pytorch_accepts(make, shape: tuple[int, ...]) -> None:
+    assert tuple(make(lg).shape) == shape
+    if torch is not None:
+        assert tuple(make(torch).shape) == shape
+
+
+def test_cat_is_a_new_tensor() -> None:
+    x = lg.ones(2, 3)
+    y = lg.cat([x])
+    y.add_(1)  # (cat of one tensor is a copy, as PyTorch's, not the tensor itself)
+    assert y is not x and x.tolist() == [[1.0] * 3] * 2
 
 
 def test_device_api_answers_truthfully() -> None:

@@ -7,17 +7,13 @@ from numbers import Number
 from typing import Any
 
 import lightgrad as lg
+from lightgrad.nn.functional import binary_cross_entropy_with_logits
 from lightgrad.tensor import Size, Tensor
 
 from . import constraints
 from . import utils as _u
 from .exp_family import ExponentialFamily
 from .utils import _size, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
-
-
-def _bce_with_logits(logits: Tensor, target: Tensor) -> Tensor:
-    """Elementwise ``binary_cross_entropy_with_logits``, written stably: max(x, 0) - x z + log(1 + e^-|x|)."""
-    return logits.clamp(min=0) - logits * target + (-logits.abs()).exp().log1p()
 
 
 class Bernoulli(ExponentialFamily):
@@ -87,10 +83,10 @@ class Bernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -_bce_with_logits(logits, value)
+        return -binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self) -> Tensor:
-        return _bce_with_logits(self.logits, self.probs)
+        return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
         values = lg.arange(2, dtype=self._param.dtype).reshape((-1,) + (1,) * len(self._batch_shape))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import lightgrad as lg
 from lightgrad import linalg
+from lightgrad.nn.functional import softplus
 from lightgrad.tensor import Tensor
 
 from .bernoulli import Bernoulli
@@ -74,10 +75,6 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
     return fun(p, q)
 
 
-def _softplus(x: Tensor) -> Tensor:
-    return x.clamp(min=0) + (-x.abs()).exp().log1p()
-
-
 @register_kl(Normal, Normal)
 def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
     var_ratio = (p.scale / q.scale).pow(2)
@@ -87,9 +84,9 @@ def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
-    t1 = p.probs * (_softplus(-q.logits) - _softplus(-p.logits))
+    t1 = p.probs * (softplus(-q.logits) - softplus(-p.logits))
     t1 = t1.masked_fill(q.probs == 0, math.inf).masked_fill(p.probs == 0, 0.0)
-    t2 = (1 - p.probs) * (_softplus(q.logits) - _softplus(p.logits))
+    t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
     t2 = t2.masked_fill(q.probs == 1, math.inf).masked_fill(p.probs == 1, 0.0)
     return t1 + t2
 

@@ -12,6 +12,7 @@ from numbers import Number
 from typing import Any
 
 import lightgrad as lg
+from lightgrad.nn.functional import softplus
 from lightgrad.tensor import Size, Tensor
 
 from . import constraints
@@ -19,12 +20,6 @@ from .utils import _sum_rightmost
 
 __all__ = ["AffineTransform", "ComposeTransform", "ExpTransform", "SigmoidTransform", "TanhTransform",
            "Transform", "identity_transform"]
-
-
-def _softplus(x: Tensor) -> Tensor:
-    """``log(1 + exp(x))``, and ``x`` above 20, as PyTorch's softplus. Written with ``where`` rather than
-    ``relu(x) + log1p(exp(-|x|))``, whose gradient at exactly 0 is 0 instead of sigmoid(0) = 0.5."""
-    return lg.where(x > 20, x, x.clamp(max=20).exp().log1p())
 
 
 class Transform:
@@ -330,7 +325,7 @@ class SigmoidTransform(Transform):
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return -_softplus(-x) - _softplus(x)
+        return -softplus(-x) - softplus(x)
 
 
 class TanhTransform(Transform):
@@ -354,7 +349,7 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         # log(1 - tanh(x)^2) written through softplus: stable where tanh(x) rounds to +-1
-        return 2.0 * (math.log(2.0) - x - _softplus(-2.0 * x))
+        return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
 class AffineTransform(Transform):

@@ -21,7 +21,7 @@ from .. import backend as B
 from .. import function as Fn
 from ..autograd import is_grad_enabled, no_grad
 from ..random import _gen
-from ..tensor import Tensor, _dim, where
+from ..tensor import _SCALAR_TYPE, Tensor, _dim, where
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -118,14 +118,12 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold."""
-    bx = input * beta if beta != 1 else input
-    # as PyTorch computes it (its gradient at 0 is sigmoid(0) = 1/2); exp of at most the threshold
-    # does not overflow, and where it is above, x itself is taken
-    soft = bx.clamp(max=threshold).exp().log1p()
-    if beta != 1:
-        soft = soft / beta
-    return where(bx > threshold, input, soft)
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold.
+
+    >>> F.softplus(lightgrad.tensor([0.0]))
+    tensor([0.6931])
+    """
+    return Fn.Softplus.apply(input, beta, threshold)
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
@@ -157,8 +155,8 @@ def softsign(input: Tensor) -> Tensor:
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), finite for any x."""
-    return input.clamp(max=0) - (-input.abs()).exp().log1p()
+    """log(sigmoid(x)), finite for any x; its gradient sigmoid(-x) is exact at 0."""
+    return Fn.LogSigmoid.apply(input)
 
 
 def tanhshrink(input: Tensor) -> Tensor:
@@ -256,6 +254,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             raise RuntimeError(f"linear: bias of shape {list(bias.shape)} does not match out_features "
                                f"{weight.shape[0]}")
         return Fn.Linear.apply(input, weight, bias)
+    _check_linear_dtypes(input, weight, bias)
     if input.ndim > 2 and weight.ndim == 2:
         # one (B*T, in) x (in, out) product: the weight gradient is one GEMM, not a batch of them
         lead = input.shape[:-1]
@@ -263,6 +262,26 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     else:
         out = input.matmul(weight.T) if weight.ndim == 2 else input.matmul(weight)
     return out + bias if bias is not None else out
+
+
+# C++'s names of the dtypes, as the error of PyTorch's matrix product without a bias says them
+_CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool"}
+
+
+def _check_linear_dtypes(input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's errors for operands of different dtypes (it promotes none): addmm's words with a
+    bias (checked before the sizes), mm's without (after them: matmul says a size mismatch)."""
+    x, w = input.dtype.name, weight.dtype.name
+    if bias is not None:
+        if bias.dtype.name != w:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got {_SCALAR_TYPE[bias.dtype.name]} and "
+                               f"{_SCALAR_TYPE[w]}")
+        if x != w:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_SCALAR_TYPE[x]} and {_SCALAR_TYPE[w]}")
+    elif x != w and input.ndim and input.shape[-1] == weight.shape[-1]:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_CPP_TYPE[x]} != {_CPP_TYPE[w]}")
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -810,11 +829,11 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
 
 
 def _class_target(input: Tensor, target: Tensor) -> np.ndarray:
-    """Validate a class-index target against (N, C, *d) or (C,) scores; returns it as int64."""
+    """Validate a class-index target against (N, C, *d) or (C,) scores, in PyTorch's order; returns
+    it as int64."""
     t = target._data
-    if t.dtype.kind not in "iub":
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.name.capitalize()}")
     if input.ndim == 1:
+        _check_target_dtype(target)
         if t.ndim != 0:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         return t.astype(np.int64, copy=False)
@@ -826,7 +845,14 @@ def _class_target(input: Tensor, target: Tensor) -> np.ndarray:
         if input.ndim == 2:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         raise RuntimeError(f"Expected target size {list(want)}, got {list(t.shape)}")
+    _check_target_dtype(target)
     return t.astype(np.int64, copy=False)
+
+
+def _check_target_dtype(target: Tensor) -> None:
+    """Class indices are int64 or uint8 only, as PyTorch's NLL kernels take them (no int32)."""
+    if target._data.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_SCALAR_TYPE[target.dtype.name]}")
 
 
 def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
@@ -872,10 +898,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     _check_class_weight(input, weight)
     cdim = 1 if input.ndim > 1 else 0
     c = input.shape[cdim]
-    if target._data.dtype.kind == "f":
-        if target.shape != input.shape:
-            raise RuntimeError(f"Expected floating point target to have the same shape as input "
-                               f"{list(input.shape)}, got {list(target.shape)}")
+    if target.shape == input.shape:  # class probabilities (as PyTorch, told apart by shape alone)
+        if target._data.dtype.kind != "f":
+            raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                               f"{_SCALAR_TYPE[target.dtype.name]}")
         logp = input.log_softmax(cdim)
         tgt = target * (1 - label_smoothing) + label_smoothing / c if label_smoothing > 0 else target
         prod = logp * tgt
@@ -932,8 +958,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
-    # -log(sigmoid(x)) = relu(-x) + log1p(exp(-|x|)): never exponentiates a positive number
-    log_sig_neg = (-input).relu() + (-input.abs()).exp().log1p()
+    # -log(sigmoid(x)) as one stable node: its gradient -sigmoid(-x) is exact at x = 0 (relu(-x) +
+    # log1p(exp(-|x|)) gave 0 there, so the input gradient was 1 - t instead of sigmoid(0) - t)
+    log_sig_neg = -logsigmoid(input)
     if pos_weight is not None:
         loss = (1 - target) * input + ((pos_weight - 1) * target + 1) * log_sig_neg
     else:

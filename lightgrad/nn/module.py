@@ -16,8 +16,8 @@ import numpy as np
 
 from .. import dtypes as D
 from ..autograd import no_grad
-from ..tensor import Tensor
-from .parameter import Buffer, Parameter
+from ..tensor import Size, Tensor
+from .parameter import Buffer, Parameter, is_lazy
 
 T = TypeVar("T", bound="Module")
 
@@ -359,22 +359,16 @@ class Module:
                         assign: bool = False) -> _IncompatibleKeys:
         """Copy values from ``state_dict`` into this tree's parameters and buffers, in place.
 
-        Every key is checked first (missing, unexpected, shape); any problem raises one
-        RuntimeError listing all of them and nothing is modified.
+        Every key is checked first (missing, unexpected, shape, a value that is not numbers); any
+        problem raises one RuntimeError listing all of them and nothing is modified (lazy placeholders
+        included: they take their loaded shapes only once every check has passed).
 
         >>> net.load_state_dict(other.state_dict())
         <All keys matched successfully>
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        for mprefix, module in self.named_modules(remove_duplicate=False):
-            lazy_hook = getattr(module, "_lazy_load_hook", None)  # placeholders take the loaded shapes
-            if lazy_hook is not None:
-                lazy_hook(state_dict, mprefix + "." if mprefix else "")
-        targets: dict[str, tuple[Module, str, Tensor]] = {}
-        for mprefix, module in self.named_modules(remove_duplicate=False):
-            for name, t in module._state_items():
-                targets[(mprefix + "." if mprefix else "") + name] = (module, name, t)
+        targets = self._load_targets()
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
         errors: list[str] = []
@@ -382,14 +376,23 @@ class Module:
         for key, (_, _, t) in targets.items():
             if key not in state_dict:
                 continue
-            arr = _as_array(state_dict[key])
+            value = state_dict[key]
+            arr = _as_array(value)
             if arr is None:
                 errors.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
-                              f"object from checkpoint but received {type(state_dict[key])}")
+                              f"object from checkpoint but received {type(value)}")
                 continue
-            if arr.shape != t._data.shape:
+            # a lazy module's placeholder takes the loaded shape (its _lazy_load_hook, run below)
+            takes_shape = is_lazy(t) and not is_lazy(value) and tuple(arr.shape) != (0,)
+            if arr.shape != t._data.shape and not takes_shape:
                 errors.append(f"size mismatch for {key}: copying a param with shape {_shape_str(arr.shape)} from "
                               f"checkpoint, the shape in current model is {_shape_str(t._data.shape)}.")
+                continue
+            if arr.dtype.kind not in "biufc":  # (a copy would fail half way, or parse strings as numbers)
+                model_size = Size(arr.shape if takes_shape else t._data.shape)
+                errors.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
+                              f"{model_size!r} and whose dimensions in the checkpoint are {Size(arr.shape)!r}, an "
+                              f"exception occurred : ('expected a tensor of numbers, but got dtype {arr.dtype}',).")
                 continue
             sources[key] = arr
         if strict:
@@ -400,6 +403,15 @@ class Module:
         if errors:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
+        # everything is checked: only now do placeholders take their shapes, and values get copied
+        lazy = False
+        for mprefix, module in self.named_modules(remove_duplicate=False):
+            lazy_hook = getattr(module, "_lazy_load_hook", None)
+            if lazy_hook is not None:
+                lazy_hook(state_dict, mprefix + "." if mprefix else "")
+                lazy = True
+        if lazy:
+            targets = self._load_targets()
         with no_grad():
             for key, arr in sources.items():
                 module, name, t = targets[key]
@@ -416,6 +428,14 @@ class Module:
                 else:
                     t._data = np.array(arr, dtype=t._data.dtype, copy=True)
         return _IncompatibleKeys(missing, unexpected)
+
+    def _load_targets(self) -> dict[str, tuple[Module, str, Tensor]]:
+        """Every state-dict entry of the tree by dotted key: (its module, its name there, the tensor)."""
+        targets: dict[str, tuple[Module, str, Tensor]] = {}
+        for mprefix, module in self.named_modules(remove_duplicate=False):
+            for name, t in module._state_items():
+                targets[(mprefix + "." if mprefix else "") + name] = (module, name, t)
+        return targets
 
     # ---- modes and gradients -------------------------------------------------------------------
     def train(self: T, mode: bool = True) -> T:

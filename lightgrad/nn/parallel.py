@@ -8,9 +8,10 @@ How the reduction is triggered without hooks: the engine has no gradient hooks, 
 runs the wrapped module with each parameter replaced, for that call only, by a *proxy*: an
 identity node whose inputs are the parameter and one shared *token*, the output of a ``_Reduce``
 node. Every use of a parameter therefore goes through its proxy, and the engine's topological
-order runs ``_Reduce.backward`` only after every proxy has delivered its parameter's gradient
-into ``.grad`` — that is, at the end of this replica's part of ``loss.backward()``. There it
-packs the gradients into flat buckets (``bucket_cap_mb`` each, per dtype), starts one
+order reaches ``_Reduce`` only after every proxy has passed its parameter's gradient on; being
+``runs_last``, its backward runs when the walk is over, every gradient in ``.grad`` (as PyTorch's
+DDP queues its reduction as the engine's final callback) — that is, at the end of this replica's
+``loss.backward()``. There it packs the gradients into flat buckets (``bucket_cap_mb`` each, per dtype), starts one
 ``Iallreduce`` per bucket, and divides by the world size. No extra call is needed, so PyTorch's
 ``loss.backward(); opt.step()`` works unchanged.
 
@@ -54,6 +55,8 @@ class _Reduce(Function):
 
     def forward(self, dummy: np.ndarray) -> np.ndarray:
         return np.zeros((), np.float32)
+
+    runs_last = True  # (gradients that add to existing ones land in .grad only at the walk's end)
 
     def backward(self, g: Any) -> tuple[Any, ...]:
         self.ddp._reduce_gradients()

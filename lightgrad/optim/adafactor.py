@@ -54,17 +54,28 @@ class Adafactor(Optimizer):
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        # everything is read and checked before the first parameter changes: a step that raises has
+        # changed nothing
+        work: list[tuple[tuple[Any, ...], list[tuple[Tensor, np.ndarray]]]] = []
         for group in self.param_groups:
-            lr, decay, d = _scalar(group["lr"]), float(group["beta2_decay"]), float(group["d"])
-            wd, maximize = float(group["weight_decay"]), group["maximize"]
             eps1, eps2 = group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                x, g = p._data, p.grad._data
+            hyper = (_scalar(group["lr"]), float(group["beta2_decay"]), float(group["d"]),
+                     float(group["weight_decay"]), bool(group["maximize"]),
+                     None if eps1 is None else float(eps1), float(eps2))
+            ps = [(p, p.grad._data) for p in group["params"] if p.grad is not None]
+            for p, g in ps:
+                x = p._data
                 if g.shape != x.shape:
                     raise RuntimeError(f"gradient of shape {tuple(g.shape)} does not match its parameter of shape "
                                        f"{tuple(x.shape)}")
+                if x.dtype.kind != "f":
+                    raise RuntimeError(f"Adafactor can only update floating point parameters (parameter "
+                                       f"{next(i for i, q in enumerate(group['params']) if q is p)} of param group "
+                                       f"{len(work)} is {p.dtype})")
+            work.append((hyper, ps))
+        for (lr, decay, d, wd, maximize, eps1, eps2), ps in work:
+            for p, g in ps:
+                x = p._data
                 g = -g if maximize else g
                 if eps1 is None:  # as PyTorch: the first parameter's dtype sets it for the whole group
                     eps1 = float(np.finfo(x.dtype).eps)

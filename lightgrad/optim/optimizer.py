@@ -61,9 +61,12 @@ _THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") 
 
 # an update rule, or a piece of one: a function applied in place to one chunk of the flat arrays
 Rule = Callable[..., Any]
+# one planned update of a pack: parameters i0:i1, their gradient (None: their slice of the flat gradient),
+# their scalars after it, and its rule
+_Update = tuple[int, int, np.ndarray | None, dict[str, float], Rule]
 
-_DATA = operator.attrgetter("_data")
-_GRAD = operator.attrgetter("grad")
+_DATA = operator.attrgetter("_arr")  # (identity checks only: no storage read)
+_GRAD = operator.attrgetter("_grad")
 _is = operator.is_
 
 
@@ -108,7 +111,7 @@ class _Pack:
     """The parameters of one group and dtype, their gradients and states, laid out in flat arrays."""
 
     __slots__ = ("params", "bounds", "flat", "grad", "views", "gviews", "versions", "bufs", "scal",
-                 "inited", "n_inited", "uniform", "scratch", "chunks")
+                 "inited", "n_inited", "uniform", "scratch", "chunks", "repeats")
 
     def __init__(self, params: list[Tensor], dtype: np.dtype, home: Any) -> None:
         self.params = params
@@ -134,6 +137,8 @@ class _Pack:
         # (start, stop, chunk length) -> the chunks of that run of the flat arrays: parameter, gradient
         # and state views, made once rather than every step
         self.chunks: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]] = {}
+        # (index, extra updates) of the parameters the group lists more than once
+        self.repeats: list[tuple[int, int]] = []
 
     @property
     def size(self) -> int:
@@ -259,15 +264,17 @@ class Optimizer:
         """Lay the group's parameters out in flat buffers, one per (dtype, requires_grad), moving each
         parameter's values, in-buffer gradient and existing state into its new slices."""
         buckets: dict[tuple[np.dtype, bool], list[Tensor]] = {}
-        seen: set[int] = set()
+        count: dict[int, int] = {}
         for p in group["params"]:
-            if id(p) not in seen:  # a duplicate is updated once
-                seen.add(id(p))
+            if id(p) not in count:  # a duplicate has one slice, updated once per entry (see _plan_repeats)
+                count[id(p)] = 0
                 # frozen parameters get their own pack, so they do not split the trainable ones into runs
                 buckets.setdefault((p._data.dtype, p.requires_grad), []).append(p)
+            count[id(p)] += 1
         packs = []
         for (dtype, _), ps in buckets.items():
             pack = _Pack(ps, dtype, self._home)
+            pack.repeats = [(i, count[id(p)] - 1) for i, p in enumerate(ps) if count[id(p)] > 1]
             for p, (a, b) in zip(ps, pack.bounds):
                 view = pack.flat[a:b].reshape(p._data.shape)
                 np.copyto(view, p._data)
@@ -370,9 +377,13 @@ class Optimizer:
         if closure is not None:
             with enable_grad():
                 loss = closure()
-        for group in self.param_groups:
-            for pack in self._packs_for_step(group):
-                self._step_pack(group, pack)
+        # every update is planned (gradients checked, rules made) before the first is applied, so a step
+        # that raises (an integer parameter, a bad hyper-parameter, a gradient of the wrong shape) has
+        # changed nothing, where PyTorch raises inside its kernels with the earlier groups updated
+        plans = [(group, pack, self._plan(group, pack))
+                 for group in self.param_groups for pack in self._packs_for_step(group)]
+        for group, pack, plan in plans:
+            self._execute(group, pack, plan)
         return loss
 
     def _packs_for_step(self, group: dict[str, Any]) -> list[_Pack]:
@@ -388,18 +399,78 @@ class Optimizer:
             self._ensure_buffers(group, pack)
         return packs
 
-    def _step_pack(self, group: dict[str, Any], pack: _Pack) -> None:
+    def _plan(self, group: dict[str, Any], pack: _Pack) -> tuple[list[_Update], bool]:
+        """This step's updates of the pack, in order, and whether its scalars may diverge (so that
+        ``pack.uniform`` is to be checked again afterwards). Changes nothing."""
         ps = pack.params
         try:
             fast = all(map(_is, map(_DATA, map(_GRAD, ps)), pack.gviews))
         except AttributeError:  # some grad is None
             fast = False
         if fast and pack.uniform and pack.n_inited in (0, len(ps)):
-            self._apply(group, pack, 0, len(ps), None)
-            return
-        for i0, i1, g in self._runs(pack):
-            self._apply(group, pack, i0, i1, g)
-        self._check_uniform(pack)
+            runs: list[tuple[int, int, np.ndarray | None]] = [(0, len(ps), None)]
+            fast = True
+        else:
+            runs, fast = self._runs(pack), False
+        if not runs:
+            return [], False
+        if pack.flat.dtype.kind != "f":
+            msg = self._dtype_error(group, pack.flat.dtype)
+            if msg is not None:
+                p = ps[runs[0][0]]
+                g = next(i for i, q in enumerate(self.param_groups) if q is group)
+                j = next(i for i, q in enumerate(group["params"]) if q is p)
+                raise RuntimeError(f"{msg} (parameter {j} of param group {g} is {p.dtype})")
+        plan = [self._plan_update(group, pack, i0, i1, g, not pack.inited[i0], None) for i0, i1, g in runs]
+        if pack.repeats:
+            plan += self._plan_repeats(group, pack, plan)
+        return plan, not fast or bool(pack.repeats)
+
+    def _dtype_error(self, group: dict[str, Any], dtype: np.dtype) -> str | None:
+        """Why this group's update cannot run on parameters of ``dtype``, a non-floating dtype (None
+        when it can). PyTorch's kernels refuse them one way or another."""
+        return f"{type(self).__name__} can only update floating point parameters"
+
+    def _plan_update(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int, g: np.ndarray | None,
+                     first: bool, after: _Update | None) -> _Update:
+        """One update of parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient):
+        their scalars after it and its rule. The scalars start from the state, from their initial values
+        when ``first``, or from those ``after`` (an update planned before it) leaves."""
+        if after is not None:
+            sc = {k: float(np.float32(after[3][k])) for k in pack.scal}  # as stored: float32
+        elif first:
+            sc = {k: float(np.float32(self._scalars[k])) for k in pack.scal}
+        else:
+            sc = {k: float(v[i0]) for k, v in pack.scal.items()} if pack.scal else {}
+        self._advance(group, sc)
+        return i0, i1, g, sc, self._rule(group, sc, first, pack.flat.dtype)
+
+    def _plan_repeats(self, group: dict[str, Any], pack: _Pack, plan: list[_Update]) -> list[_Update]:
+        """The extra updates of parameters listed more than once in the group. PyTorch updates once per
+        entry, each entry from the state the one before left, except that on the first step every entry
+        starts from fresh state (SGD's buffer is the gradient each time): ``first`` is kept."""
+        extra = []
+        for i, n in pack.repeats:
+            done = next((u for u in plan if u[0] <= i < u[1]), None)
+            if done is None:  # no gradient: not updated at all
+                continue
+            first = not pack.inited[i]  # (planning changes no state)
+            for _ in range(n):
+                done = self._plan_update(group, pack, i, i + 1, done[2], first, done)
+                extra.append(done)
+        return extra
+
+    def _execute(self, group: dict[str, Any], pack: _Pack, planned: tuple[list[_Update], bool]) -> None:
+        """Apply the updates ``_plan`` made, in order."""
+        plan, recheck = planned
+        for i0, i1, g, sc, rule in plan:
+            if not pack.inited[i0]:
+                self._init_params(group, pack, i0, i1)
+            for k, v in pack.scal.items():
+                v[i0:i1] = sc[k]
+            self._run(pack, i0, i1, g, rule)
+        if recheck:
+            self._check_uniform(pack)
 
     def _runs(self, pack: _Pack) -> list[tuple[int, int, np.ndarray | None]]:
         """Split the pack into runs that can each be updated as one flat slice: consecutive parameters
@@ -418,7 +489,6 @@ class Optimizer:
                 if start < 0:
                     start, key = i, k
             elif g is not None:
-                a, b = pack.bounds[i]
                 arr = g._data
                 if arr.shape != p._data.shape:
                     raise RuntimeError(f"gradient of shape {tuple(arr.shape)} does not match its parameter "
@@ -428,18 +498,10 @@ class Optimizer:
             runs.append((start, len(pack.params), None))
         return runs
 
-    def _apply(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int, g: np.ndarray | None) -> None:
-        """One update of parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient)."""
+    def _run(self, pack: _Pack, i0: int, i1: int, g: np.ndarray | None, rule: Rule) -> None:
+        """Run ``rule`` over parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient),
+        chunk by chunk, on one thread or two."""
         a, b = pack.bounds[i0][0], pack.bounds[i1 - 1][1]
-        first = not pack.inited[i0]
-        if first:
-            self._init_params(group, pack, i0, i1)
-        scal = pack.scal
-        sc = {k: float(v[i0]) for k, v in scal.items()} if scal else {}
-        self._advance(group, sc)
-        for k, v in scal.items():
-            v[i0:i1] = sc[k]
-        rule = self._rule(group, sc, first, pack.flat.dtype)
         workers, chunk = self._split(pack, a, b)
         work = self._chunks(pack, a, b, chunk, g)
         workers = min(workers, len(work))
@@ -519,8 +581,8 @@ class Optimizer:
         groups = []
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            for i, p in enumerate(group["params"], start):
-                mapping.setdefault(id(p), i)
+            # as PyTorch: a parameter listed twice in a group takes the index of its last entry
+            mapping.update({id(p): i for i, p in enumerate(group["params"], start) if id(p) not in mapping})
             packed["params"] = [mapping[id(p)] for p in group["params"]]
             start += len(packed["params"])
             groups.append(packed)
@@ -528,7 +590,11 @@ class Optimizer:
         return {"state": state, "param_groups": groups}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        """Load what ``state_dict`` returned (from lightgrad or PyTorch): hyper-parameters and state."""
+        """Load what ``state_dict`` returned (from lightgrad or PyTorch): hyper-parameters and state.
+
+        Everything is checked before anything is changed: a load that raises leaves the optimizer as it was.
+        Where PyTorch would load a value that fails later, at every step (a state buffer of the wrong shape,
+        a ``step`` that is not a number, a hyper-parameter of the wrong kind), this raises here."""
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -536,23 +602,17 @@ class Optimizer:
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
             raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                              "optimizer's group")
+        for i, s in enumerate(saved_groups):
+            self._check_loaded_group(i, s)
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
-        buffers = {id(p): self._buffers(g) for g in groups for p in g["params"]}
+        group_of = {k: s for s in saved_groups for k in s["params"]}
         state: defaultdict[Any, Any] = defaultdict(dict)
         for k, v in state_dict["state"].items():
-            if k not in id_map:
+            if k in id_map:
+                state[id_map[k]] = self._loaded_state(k, id_map[k], group_of[k], v)
+            else:
                 state[k] = v
-                continue
-            p = id_map[k]
-            if not isinstance(v, dict):
-                raise TypeError(f"state of parameter {k} should be a dict, got {type(v).__name__}")
-            for name in buffers[id(p)]:
-                val = v.get(name)
-                if isinstance(val, Tensor) and val.shape != p.shape:
-                    raise ValueError(f"loaded state '{name}' of parameter {k} has shape {tuple(val.shape)} "
-                                     f"but the parameter has shape {tuple(p.shape)}")
-            state[p] = {name: _copy_value(val) for name, val in v.items()}
         new_groups = []
         for g, s in zip(groups, saved_groups):
             s["params"] = g["params"]
@@ -565,6 +625,56 @@ class Optimizer:
         if self._packing:
             for g in self.param_groups:
                 self._group_packs(g)
+
+    def _check_loaded_group(self, i: int, group: dict[str, Any]) -> None:
+        """Check loaded param group ``i`` against the defaults: a flag it lacks (from an older checkpoint)
+        takes its default, as PyTorch's ``__setstate__`` sets them; any other hyper-parameter must be there,
+        a number where its default is one (or a tuple of them, as ``betas``)."""
+        for name, default in self.defaults.items():
+            if name not in group:
+                if default is None or isinstance(default, bool):
+                    group[name] = default
+                    continue
+                raise ValueError(f"loaded state dict has a parameter group ({i}) without '{name}'")
+            value = group[name]
+            if isinstance(default, tuple):
+                ok = isinstance(value, tuple | list) and len(value) == len(default) and all(
+                    _is_number(v) or v is None and d is None for v, d in zip(value, default))
+            else:
+                ok = not isinstance(default, int | float) or isinstance(default, bool) or _is_number(value)
+            if not ok:
+                raise ValueError(f"loaded state dict has a parameter group ({i}) with '{name}' = {value!r}, "
+                                 f"where {type(self).__name__} expects a value like {default!r}")
+
+    def _loaded_state(self, k: Any, p: Tensor, group: dict[str, Any], st: Any) -> dict[str, Any]:
+        """The loaded state ``st`` of ``p`` (parameter ``k`` of the state dict), copied; raises unless the
+        update of ``group`` can use it: its scalars (``step``) are numbers and its buffers (``exp_avg``)
+        arrays of numbers of the parameter's shape. Buffers take the parameter's dtype, as in PyTorch."""
+        if not isinstance(st, dict):
+            raise TypeError(f"state of parameter {k} should be a dict, got {type(st).__name__}")
+        if not self._packing:  # a subclass with its own step keeps its state as it likes
+            return {name: _copy_value(val) for name, val in st.items()}
+        buffers = self._buffers(group)
+        out = {}
+        for name, val in st.items():
+            arr = _numbers(val)
+            if name in self._scalars:
+                if arr is None or arr.size != 1 or arr.dtype.kind == "c":
+                    raise ValueError(f"loaded state dict has a '{name}' of {val!r} for parameter {k}, where a "
+                                     "number is expected")
+                out[name] = _own(np.array(arr.reshape(()), np.float32), None)
+            elif name in buffers and val is not None:
+                if arr is None:
+                    what = f"dtype {val.dtype}" if hasattr(val, "dtype") else f"type {type(val).__name__}"
+                    raise ValueError(f"loaded state dict has a '{name}' of {what} for parameter {k}, where a "
+                                     "tensor of numbers is expected")
+                if arr.shape != p._data.shape:
+                    raise ValueError(f"loaded state dict has a '{name}' of shape {tuple(arr.shape)} for parameter "
+                                     f"{k} of shape {tuple(p._data.shape)}")
+                out[name] = _own(np.array(arr, dtype=p._data.dtype), None)
+            else:
+                out[name] = _copy_value(val)
+        return out
 
     def __repr__(self) -> str:
         s = type(self).__name__ + " ("
@@ -593,6 +703,29 @@ def _run_chunks(rule: Rule, chunks: Any, scratch: list[np.ndarray]) -> None:
 
 def _same(a: np.ndarray) -> bool:
     return a.size == 0 or bool((a == a[0]).all())
+
+
+def _numbers(v: Any) -> np.ndarray | None:
+    """The array of numbers behind a loaded state value (a Tensor, a NumPy array, a PyTorch tensor, a
+    number), or None when it is something else (a string, None, an array of strings)."""
+    if isinstance(v, Tensor):
+        arr = v._data
+    elif v is None or isinstance(v, str | bytes):
+        return None
+    else:
+        if hasattr(v, "detach"):  # a tensor of another framework, which may require grad
+            v = v.detach()
+        try:
+            arr = np.asarray(v)
+        except (TypeError, ValueError, RuntimeError):
+            return None
+    return arr if arr.dtype.kind in "biufc" else None
+
+
+def _is_number(v: Any) -> bool:
+    """Whether a hyper-parameter is a real number (or a one-element tensor of one, as a Tensor ``lr``)."""
+    arr = _numbers(v)
+    return arr is not None and arr.size == 1 and arr.dtype.kind != "c"
 
 
 def _copy_value(v: Any) -> Any:

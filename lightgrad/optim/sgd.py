@@ -39,6 +39,20 @@ class SGD(Optimizer):
     def _advance(self, group: dict[str, Any], sc: dict[str, float]) -> None:
         pass
 
+    def _dtype_error(self, group: dict[str, Any], dtype: np.dtype) -> str | None:
+        # PyTorch's kernels update integer parameters when every factor is whole (lr=1): a fractional lr or
+        # weight_decay is its `alpha` error; a fractional momentum fails there on the second step, here on
+        # the first
+        if not (_scalar(group["lr"]).is_integer() and float(group["weight_decay"]).is_integer()):
+            return "For integral input tensors, argument alpha must not be a floating point number."
+        momentum, dampening = float(group["momentum"]), float(group["dampening"])
+        if momentum != 0 and not (momentum.is_integer() and dampening.is_integer()):
+            return super()._dtype_error(group, dtype)
+        if dtype.kind == "b" and group["maximize"]:
+            return ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert "
+                    "a mask, use the `~` or `logical_not()` operator instead.")
+        return None
+
     def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
         key = (_scalar(group["lr"]), float(group["momentum"]), float(group["dampening"]),
                float(group["weight_decay"]), bool(group["maximize"]), bool(group["nesterov"]), first, dtype)
