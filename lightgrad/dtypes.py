@@ -49,6 +49,13 @@ _BY_NAME.update(
     bool_=bool_,
 )
 
+# how PyTorch's messages name a dtype: by its ScalarType ("Float"), or by its C++ type ("float")
+SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+                "int32": "Int", "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}
+CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool"}
+
 _default_float = float32
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import backend as B
+from . import dtypes as D
 from .function import Function
 from .tensor import Tensor, _as_tensor, _dim, return_types, stack, where
 
@@ -647,8 +648,7 @@ def _is_zero(x: Any) -> builtins.bool:
     return not isinstance(x, Tensor) and x == 0
 
 
-_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-                 "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_SCALAR_NAMES = D.SCALAR_NAMES
 
 
 def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: builtins.bool = False) -> Tensor:

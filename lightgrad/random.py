@@ -79,9 +79,12 @@ def set_rng_state(state: Any) -> None:
     default_generator.set_state(state)
 
 
-def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
-    from .tensor import _shape_arg
-    return _shape_arg(size)
+def _shape(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
+    """A sampler's size, read and checked as the creation functions read theirs (PyTorch's errors)."""
+    from .tensor import _check_size, _size_arg
+    shape = _size_arg(size, fn)
+    _check_size(shape, 8, fn)
+    return shape
 
 
 def _out(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Any:
@@ -94,27 +97,33 @@ def _out(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Any:
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Any:
     """Uniform samples in [0, 1): ``rand(2, 3)``."""
-    return _out(_gen(generator).random(_shape(size)), dtype, requires_grad)
+    return _out(_gen(generator).random(_shape(size, "rand")), dtype, requires_grad)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Any:
     """Standard normal samples: ``randn(2, 3)``."""
-    return _out(_gen(generator).standard_normal(_shape(size)), dtype, requires_grad)
+    return _out(_gen(generator).standard_normal(_shape(size, "randn")), dtype, requires_grad)
 
 
 def randint(low: int, high: int | None = None, size: Any = (), *, generator: Generator | None = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Any:
     """Integers in [low, high): ``randint(0, 10, (3,))``."""
-    if high is None:
+    if isinstance(high, tuple | list):  # randint(high, size), as PyTorch's overload
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     from . import dtypes as D
-    return _out(_gen(generator).integers(low, high, tuple(size)), dtype or D.int64, requires_grad)
+    shape = _shape((size,), "randint")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _out(_gen(generator).integers(low, high, shape), dtype or D.int64, requires_grad)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Any:
     from . import dtypes as D
+    _shape((n,), "randperm")
     return _out(_gen(generator).permutation(n), dtype or D.int64, requires_grad)
 
 

@@ -92,10 +92,13 @@ def _shape_arg(shape: tuple[Any, ...]) -> tuple[builtins.int, ...]:
 
 def _check_reshape(s: tuple[builtins.int, ...], n: builtins.int) -> None:
     """Raise PyTorch's error where shape ``s`` (one size may be -1) cannot hold ``n`` elements."""
+    for i, d in enumerate(s):
+        if d < -1:
+            raise RuntimeError(f"invalid shape dimension {d} at index {i} of shape {list(s)}")
     if s.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(d for d in s if d != -1)
-    if (-1 in s and (known == 0 or n % known)) or (-1 not in s and known != n) or any(d < -1 for d in s):
+    if (-1 in s and (known == 0 or n % known)) or (-1 not in s and known != n):
         raise RuntimeError(f"shape '{list(s)}' is invalid for input of size {n}")
 
 
@@ -233,13 +236,9 @@ class Tensor:
             got, own = value._data, self._data
             if got.dtype != own.dtype:
                 # PyTorch names the gradient's dtype as C++ does and the tensor's by its ScalarType
-                cpp = {"float16": "c10::Half", "float32": "float", "float64": "double", "int8": "signed char",
-                       "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int"}
-                scalar = {"float16": "Half", "float32": "Float", "float64": "Double", "int8": "Char",
-                          "uint8": "Byte", "int16": "Short", "int32": "Int", "int64": "Long", "bool": "Bool"}
                 g_name, t_name = got.dtype.name, own.dtype.name
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{cpp.get(g_name, g_name)}' to a "
-                                   f"tensor with grad_dtype '{scalar.get(t_name, t_name)}'. The gradient must "
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{D.CPP_NAMES.get(g_name, g_name)}' "
+                                   f"to a tensor with grad_dtype '{D.SCALAR_NAMES.get(t_name, t_name)}'. The gradient must "
                                    "match the tensor's grad_dtype (defaults to the tensor's dtype).")
             if got.shape != own.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(got.shape)}' to a tensor of "
@@ -2948,12 +2947,18 @@ class Tensor:
     # ---- linear algebra ------------------------------------------------------------------------
     def matmul(self, other: Any) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D and batched operands."""
-        o = _as_tensor(other, self)
-        a, b = _promote(self, o)
+        a = self
+        b = _as_tensor(other, self)
         if a.ndim == 0 or b.ndim == 0:
             raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and {b.ndim}D")
+        mixed = a._arr.dtype != b._arr.dtype
+        if mixed and a.ndim == 1 and b.ndim == 1:
+            _mixed_matmul(a, b)  # (dot checks dtypes first; the other kernels sizes first)
         k1 = a.shape[-1]
         k2 = b.shape[-2] if b.ndim > 1 else b.shape[0]
+        if k1 != k2 and b.ndim == 1 and a.ndim > 1:
+            rows = math.prod(a.shape[:-1])
+            raise RuntimeError(f"size mismatch, got input ({rows}), mat ({rows}x{k1}), vec ({k2})")
         if k1 != k2:
             sa = "x".join(map(str, a.shape)) if a.ndim <= 2 else str(list(a.shape))
             sb = "x".join(map(str, b.shape)) if b.ndim <= 2 else str(list(b.shape))
@@ -2964,6 +2969,8 @@ class Tensor:
             except ValueError:
                 raise RuntimeError(f"The size of batch dimensions {list(a.shape[:-2])} and "
                                    f"{list(b.shape[:-2])} must match or broadcast") from None
+        if mixed:
+            _mixed_matmul(a, b)
         if a.ndim == 1 and b.ndim == 1:
             return F.MatMul.apply(a.reshape(1, -1), b.reshape(-1, 1)).reshape(())
         if a.ndim == 1:
@@ -3339,8 +3346,7 @@ def _bump(t: Tensor) -> None:
 # place reaches the base (_write_through). Written out in reshape and permute: they run often.
 
 # PyTorch's scalar type names, as its messages and Tensor.type() say them
-_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
-                "int32": "Int", "bool": "Bool", "int16": "Short", "int8": "Char", "uint8": "Byte"}
+_SCALAR_TYPE = D.SCALAR_NAMES
 
 
 def _permuted(order: tuple[builtins.int, ...]) -> Any:
@@ -3424,6 +3430,22 @@ def _as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
 
 def _raw(x: Any) -> Any:
     return x._data if isinstance(x, Tensor) else x
+
+
+def _mixed_matmul(a: Tensor, b: Tensor) -> None:
+    """PyTorch's error for a matrix product of two dtypes (it promotes neither), in the words of
+    the kernel its shapes reach: dot, addmv, mm or bmm."""
+    sa, sb = D.SCALAR_NAMES.get(a.dtype.name, a.dtype.name), D.SCALAR_NAMES.get(b.dtype.name, b.dtype.name)
+    if a.ndim == 0 or b.ndim == 0:
+        return  # (matmul's own 0-d error says it)
+    if a.ndim == 1 and b.ndim == 1:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {sa} and {sb}")
+    if b.ndim == 1:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {sb}, {sa}, and {sb}")
+    if b.ndim == 2:
+        ca, cb = D.CPP_NAMES.get(a.dtype.name, a.dtype.name), D.CPP_NAMES.get(b.dtype.name, b.dtype.name)
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {ca} != {cb}")
+    raise RuntimeError(f"expected scalar type {sa} but found {sb}")
 
 
 def _check_divisor(a: Any, b: Any) -> None:

@@ -308,6 +308,21 @@ _CREATION_ERRORS = [
     ("arange_size", lambda T: T.arange(0, 1e300), RuntimeError, "invalid size, possible overflow?"),
     ("linspace_negative", lambda T: T.linspace(0, 1, -1), RuntimeError, "number of steps must be non-negative"),
     ("logspace_negative", lambda T: T.logspace(0, 1, -2), RuntimeError, "number of steps must be non-negative"),
+    # the samplers read their sizes the same way
+    ("rand_negative", lambda T: T.rand(-1), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
+    ("rand_negative_2d", lambda T: T.rand(2, -3), RuntimeError,
+     "Trying to create tensor with negative dimension -3: [2, -3]"),
+    ("randn_float", lambda T: T.randn(2.5), TypeError, "randn(): argument 'size' (position 1) must be tuple of ints, not float"),
+    ("randn_float_entry", lambda T: T.randn((2, 2.0)), TypeError,
+     "randn(): argument 'size' failed to unpack the object at pos 2 with error \"type must be tuple of ints,but got "
+     "float\""),
+    ("randn_overflow", lambda T: T.randn(2**62, 4), RuntimeError,
+     "Storage size calculation overflowed with sizes=[4611686018427387904, 4]"),
+    ("randint_negative", lambda T: T.randint(0, 5, (-1,)), RuntimeError,
+     "Trying to create tensor with negative dimension -1: [-1]"),
+    ("randint_empty_range", lambda T: T.randint(5, 0, (3,)), RuntimeError,
+     "random_ expects 'from' to be less than 'to', but got from=5 >= to=0"),
+    ("randperm_negative", lambda T: T.randperm(-1), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
 ]
 
 
@@ -328,6 +343,8 @@ def test_creation_errors_are_pytorchs(name: str, fn, exc: type[Exception], text:
     (lambda T: T.full(T.Size([2, 3]), 1.5), (2, 3)), (lambda T: T.zeros(0, 3), (0, 3)),
     (lambda T: T.ones(2).new_full([2, 3], 7), (2, 3)), (lambda T: T.arange(5, 5, -1), (0,)),
     (lambda T: T.eye(0, 3), (0, 3)), (lambda T: T.linspace(0, 1, 0), (0,)),
+    (lambda T: T.randint(3, (2,)), (2,)), (lambda T: T.randint(1, 3, (2, 2)), (2, 2)), (lambda T: T.randn([2, 3]), (2, 3)),
+    (lambda T: T.rand(()), ()), (lambda T: T.randperm(0), (0,)),
 ])
 def test_creation_sizes_pytorch_accepts(make, shape: tuple[int, ...]) -> None:
     assert tuple(make(lg).shape) == shape

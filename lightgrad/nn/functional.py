@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import backend as B
+from .. import dtypes as D
 from .. import function as Fn
 from ..autograd import is_grad_enabled, no_grad
 from ..random import _gen
@@ -265,9 +266,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 
 # C++'s names of the dtypes, as the error of PyTorch's matrix product without a bias says them
-_CPP_TYPE = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-             "uint8": "unsigned char", "bool": "bool"}
+_CPP_TYPE = D.CPP_NAMES
 
 
 def _check_linear_dtypes(input: Tensor, weight: Tensor, bias: Tensor | None) -> None:
