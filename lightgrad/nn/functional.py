@@ -30,7 +30,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _const(arr: Any, like: Tensor) -> Tensor:
     """A constant (no-grad) tensor in ``like``'s dtype."""
-    return Tensor._make(np.asarray(arr, like._data.dtype))
+    return Tensor._make(np.asarray(arr, like._arr.dtype))
 
 
 def _inplace(x: Tensor, inplace: bool, f: Callable[[Tensor], Tensor]) -> Tensor:
@@ -107,7 +107,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly via erf ('none') or with the tanh approximation ('tanh')."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    if input._data.dtype.kind != "f":
+    if input._arr.dtype.kind != "f":
         raise NotImplementedError(f'"GeluKernelImpl" not implemented for {input.dtype}')
     # one fused node; the derivative is computed alongside the output only when it will be used
     return Fn.Gelu.apply(input, approximate=approximate, deriv=input.requires_grad and is_grad_enabled())
@@ -250,7 +250,7 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias, with weight of shape (out_features, in_features)."""
     if weight.ndim == 2 and input.ndim >= 1 and input.shape[-1] == weight.shape[1] and \
-            input._data.dtype == weight._data.dtype and (bias is None or bias._data.dtype == weight._data.dtype):
+            input._arr.dtype == weight._arr.dtype and (bias is None or bias._arr.dtype == weight._arr.dtype):
         if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), (1,), ()):
             raise RuntimeError(f"linear: bias of shape {list(bias.shape)} does not match out_features "
                                f"{weight.shape[0]}")
@@ -477,7 +477,7 @@ def _check_p(p: float) -> None:
 
 def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
     """Keep-mask scaled by 1 / (1 - p), drawn from the global generator."""
-    dt = input._data.dtype
+    dt = input._arr.dtype
     if p == 1:
         return Tensor._make(np.zeros(shape, dt))
     keep = _gen(None).random(shape, dtype=np.float64 if dt == np.float64 else np.float32) >= p
@@ -615,7 +615,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
-    if input._data.dtype.kind != "f":
+    if input._arr.dtype.kind != "f":
         raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
     return Fn.LayerNorm.apply(input, weight, bias, k=len(axes), eps=eps)
 
@@ -625,7 +625,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight."""
     axes = _check_normalized(input, normalized_shape)
     if eps is None:
-        eps = float(np.finfo(input._data.dtype).eps)
+        eps = float(np.finfo(input._arr.dtype).eps)
     out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
 
@@ -850,7 +850,7 @@ def _class_target(input: Tensor, target: Tensor) -> np.ndarray:
 
 def _check_target_dtype(target: Tensor) -> None:
     """Class indices are int64 or uint8 only, as PyTorch's NLL kernels take them (no int32)."""
-    if target._data.dtype not in (np.int64, np.uint8):
+    if target._arr.dtype not in (np.int64, np.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_SCALAR_TYPE[target.dtype.name]}")
 
 
@@ -880,7 +880,7 @@ def _plain_xent(input: Tensor, weight: Tensor | None, reduction: str, label_smoo
     smoothing, a mean or a sum. Only shapes and arguments decide (never target values), so a step
     replayed by lightgrad.compile takes the same path for every batch."""
     return (input.ndim == 2 and input.shape[0] > 0 and weight is None and label_smoothing == 0
-            and reduction != "none" and input._data.dtype.kind == "f")
+            and reduction != "none" and input._arr.dtype.kind == "f")
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
@@ -898,7 +898,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     cdim = 1 if input.ndim > 1 else 0
     c = input.shape[cdim]
     if target.shape == input.shape:  # class probabilities (as PyTorch, told apart by shape alone)
-        if target._data.dtype.kind != "f":
+        if target._arr.dtype.kind != "f":
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{_SCALAR_TYPE[target.dtype.name]}")
         logp = input.log_softmax(cdim)
@@ -1522,7 +1522,7 @@ def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, strid
     if input.ndim not in (nd + 1, nd + 2):
         raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a "
                            f"tensor with {input.ndim} dimensions.")
-    if indices._data.dtype != np.int64:
+    if indices._arr.dtype != np.int64:
         scalar = indices.type().split(".")[-1][:-len("Tensor")]  # PyTorch's scalar-type name: Float, Int, ...
         raise RuntimeError(f"elements in indices should be type int64 but got: {scalar}")
     if indices.shape != input.shape:
@@ -1541,7 +1541,7 @@ def _max_unpool(nd: int, input: Tensor, indices: Tensor, kernel_size: Any, strid
     lead = tuple(input.shape[:-nd])
     m = math.prod(input.shape[-nd:])
     flat = input.reshape(*lead, m)
-    base = Tensor._make(np.zeros(lead + (size,), input._data.dtype))
+    base = Tensor._make(np.zeros(lead + (size,), input._arr.dtype))
     return base.scatter(-1, Tensor._make(ix.reshape(lead + (m,))), flat).reshape(*lead, *out)
 
 
@@ -1598,7 +1598,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     """
     align = _align_default(align_corners)
     size = tuple(int(v) for v in size)
-    if theta._data.dtype.kind != "f":
+    if theta._arr.dtype.kind != "f":
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
@@ -1619,7 +1619,7 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
                       "documentation of affine_grid for details.", stacklevel=2)
     # base (*spatial, nd + 1): x varies along the last axis (W), then y (H), then z (D); last column is 1
     mesh = np.meshgrid(*[_base_coords(n, align) for n in spatial], indexing="ij")  # [z,] y, x order
-    base = np.stack(list(reversed(mesh)) + [np.ones(spatial)], -1).astype(theta._data.dtype)
+    base = np.stack(list(reversed(mesh)) + [np.ones(spatial)], -1).astype(theta._arr.dtype)
     npts = math.prod(spatial)
     grid = Tensor._make(base.reshape(1, npts, -1)).matmul(theta.transpose(1, 2))  # (N, npts, nd)
     return grid.reshape(size[0], *spatial, len(spatial))
@@ -1725,7 +1725,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear", padding_mod
     if grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last dimension, but got "
                            f"grid with sizes {list(grid.shape)}")
-    if input._data.dtype != grid._data.dtype:
+    if input._arr.dtype != grid._arr.dtype:
         raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
                            f"{input.dtype} and grid has {grid.dtype}")
     if input.ndim != 4:
@@ -1858,12 +1858,12 @@ def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: 
             raise RuntimeError(f"{name}_out(): pool size {k[d]} too large relative to input size {spatial[d]} "
                                f"(output size {out[d]}) in dim {d}")
     if _random_samples is None:
-        samples = _gen(None).random((n, c, nd)).astype(x._data.dtype)
+        samples = _gen(None).random((n, c, nd)).astype(x._arr.dtype)
     else:
         if tuple(_random_samples.shape) != (n, c, nd):
             raise RuntimeError(f"{name}(): expected _random_samples of shape {(n, c, nd)}, "
                                f"got {tuple(_random_samples.shape)}")
-        samples = _random_samples._data.astype(x._data.dtype)
+        samples = _random_samples._data.astype(x._arr.dtype)
     # PyTorch's sample order: (W, H) for 2-d, (T, H, W) for 3-d
     order = (0,) if nd == 1 else ((1, 0) if nd == 2 else (0, 1, 2))
     # flat input index of every tap of every window: (N, C, *out, *k)
@@ -1964,7 +1964,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
         s = np.arange(3, 2 * len(row), 2)
         skip[i, s] = ext[i, s] != ext[i, s - 2]
     # a finite stand-in for log(0): -inf would give nan gradients in logsumexp
-    neg = -1e30 if lp._data.dtype != np.float16 else -6e4
+    neg = -1e30 if lp._arr.dtype != np.float16 else -6e4
     emit = lp.gather(2, Tensor._make(np.broadcast_to(ext, (t_max, n, ext_len)).copy()))  # (T, N, L)
     start = np.full((n, ext_len), neg)
     start[:, :2] = 0.0
