@@ -647,7 +647,10 @@ class Atan2(Function):
 
     def backward(self, g):
         y, x = self.saved
-        r = B.divide(g, B.add(B.multiply(x, x), B.multiply(y, y)))
+        # 0 where x^2 + y^2 is 0 (the origin, or both underflowing), as PyTorch's: not 0 * inf = NaN
+        denom = B.add(B.multiply(x, x), B.multiply(y, y))
+        zero = B.equal(denom, 0)
+        r = B.where(zero, 0.0, B.divide(g, B.where(zero, 1.0, denom)))
         return (B.multiply(r, x) if self.needs(0) else None,
                 B.negative(B.multiply(r, y)) if self.needs(1) else None)
 
@@ -818,6 +821,8 @@ class Prod(Function):
         axes = self.axes if self.axes is not None else tuple(range(x.ndim))
         if not self.keepdim:
             g = np.reshape(g, B._reduced(x.shape, axes, True))
+        if 0 in x.shape:  # no elements: an empty gradient of x's shape (g broadcast over it)
+            return (B.multiply(g, x),)
         # product of all other elements = exclusive cumprod from the left times from the right,
         # exact when some elements are zero (unlike out / x)
         rest = [i for i in range(x.ndim) if i not in axes]
@@ -855,6 +860,9 @@ class LogSoftmax(Function):
 
     def forward(self, x, dim):
         self.dim = dim
+        if not x.shape[dim]:  # (an empty dim: an empty result; its maximum has no identity)
+            self.saved = (B.copy(x),)
+            return self.saved[0]
         m = B.reduce(B.maximum, x, (dim,), True)
         sh = B.subtract(x, m)
         lse = B.log(B.reduce(B.add, B.exp(sh), (dim,), True))
@@ -872,7 +880,7 @@ class Softmax(Function):
 
     def forward(self, x, dim):
         self.dim = dim
-        e = B.softmax(x, dim)
+        e = B.softmax(x, dim) if x.shape[dim] else B.copy(x)  # (an empty dim: an empty result)
         self.saved = (e,)
         return e
 
