@@ -47,7 +47,10 @@ def main() -> None:
         out.append("")
     tensor = importlib.import_module("lightgrad").Tensor
     out += ["## lightgrad.Tensor methods", ""]
-    for n, obj in sorted(vars(tensor).items()):
+    members: dict[str, object] = {}
+    for klass in reversed(tensor.__mro__[:-1]):  # its mixins' methods (lightgrad/_ops), then its own
+        members.update(vars(klass))
+    for n, obj in sorted(members.items()):
         if n.startswith("_") or not callable(obj):
             continue
         out.append(f"- `Tensor.{n}{signature(obj)}`: {first_paragraph(obj)}")

@@ -538,7 +538,9 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             tr.emit(f"{tr.value(t._data)} = copy({tr.const(snap)})")
         return t
 
-    patches.set(T, "_new", new)
+    for name, mod in list(sys.modules.items()):  # every module of ours that holds it (_ops.creation, tensor)
+        if name.startswith(__package__ + ".") and getattr(mod, "_new", None) is orig_new:
+            patches.set(mod, "_new", new)
 
     slot = vars(Tensor)["grad"]
 

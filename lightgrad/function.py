@@ -734,7 +734,8 @@ class Sum(Function):
                     zero.flags.writeable = False
                 return B.reshape(B.add(x, zero), ())
             return B.reshape(B.reduce(B.add, x, None, True), ())
-        return B.reduce(B.add, x, axes, keepdim)
+        # (every axis named is a full sum too: the same summation, so the same bits as sum())
+        return B.reduce(B.add, x, None if axes is not None and len(axes) == x.ndim else axes, keepdim)
 
     def name(self) -> str:
         return "SumBackward0" if self.axes is None else "SumBackward1"  # (PyTorch's: all, or over dims)

@@ -415,12 +415,13 @@ def test_reduction_of_empty_matches_torch(name: str, data: st.DataObject) -> Non
     _check_reduction(name, data, EMPTY_SHAPES)
 
 
-NO_DIMS = "zeros(1).{}(dim=()): torch reduces over all dims (shape ()), lightgrad over none (shape (1,))"
-NO_DIMS_XFAILS = {n: NO_DIMS.format(n) for n in ["sum", "mean", "std", "var", "norm"]}
+NO_DIMS_XFAILS: dict[str, str] = {}
 
 
 @requires_torch
-@pytest.mark.parametrize("name", _cases(["sum", "mean", "std", "var", "norm", "amax", "amin"], NO_DIMS_XFAILS))
+# (not std and var: PyTorch's own backward there counts one element per output, so its gradients are
+# NaN with a "degrees of freedom is <= 0" warning, while its values reduce over every dim, as lightgrad's)
+@pytest.mark.parametrize("name", _cases(["sum", "mean", "norm", "amax", "amin"], NO_DIMS_XFAILS))
 @TORCH_SETTINGS
 @given(data=st.data())
 def test_reduction_over_no_dims_matches_torch(name: str, data: st.DataObject) -> None:
@@ -466,19 +467,18 @@ def index_specs(draw: Any, shape: tuple[int, ...], advanced: bool) -> tuple[Any,
     nd = len(shape)
     ellipsis = draw(st.booleans())
     front = draw(st.integers(0, nd))
-    # (with advanced indices, an Ellipsis between items covers a dim: torch calls indices around an empty
-    # one adjacent, NumPy does not; in EDGE_CASES)
-    back = draw(st.integers(0, max(nd - front - advanced, 0))) if ellipsis else 0
+    # (an Ellipsis may cover no dim: torch then calls the indices around it adjacent)
+    back = draw(st.integers(0, nd - front)) if ellipsis else 0
     if advanced and draw(st.integers(0, 4)) == 0:  # one mask over the leading dims
         items = [("mask", draw(hnp.arrays(np.bool_, shape[:front])))]
         return tuple(items + ([("ellipsis",)] if ellipsis else []))
     # (not 0-d: torch reads a 0-d integer tensor as an int, see below)
     adv_shape = draw(hnp.array_shapes(min_dims=1, max_dims=2, min_side=0, max_side=3))
-    as_list = len(adv_shape) == 1 and adv_shape[0] > 0 and draw(st.booleans())  # ([] : in EDGE_CASES)
+    as_list = len(adv_shape) == 1 and draw(st.booleans())  # ([] too: an empty integer index)
 
     def item(n: int) -> tuple[Any, ...]:
-        # (no ints among advanced indices: torch applies them first, NumPy counts them as advanced; in EDGE_CASES)
-        kind = draw(st.sampled_from(["slice", "array", "mask"] if advanced else ["int", "slice"]))
+        # (ints among advanced indices too: torch applies them first, where NumPy counts them as advanced)
+        kind = draw(st.sampled_from(["int", "slice", "array", "mask"] if advanced else ["int", "slice"]))
         if kind == "int":
             return ("int", draw(_int_in(n)))
         if kind == "slice":
@@ -750,22 +750,14 @@ EDGE_CASES: list[tuple[str, Any, list[np.ndarray], str | None]] = [
     ("t_of_3d", lambda T, x: x.t(), [np.zeros((1, 2, 3))], None),
     # new discrepancies
     ("atan2_grad_at_origin", lambda T, a, b: T.atan2(a, b), [np.zeros(()), np.zeros(())], None),
-    ("index_int_then_array_apart", lambda T, x: x[0, :, [0, 1]], [np.zeros((2, 3, 4))],
-     "zeros(2, 3, 4)[0, :, [0, 1]]: torch's shape is (3, 2) (the int indexes first), lightgrad's (2, 3) "
-     "(NumPy's rule: int and list are advanced indices apart, so their dim goes first)"),
+    ("index_int_then_array_apart", lambda T, x: x[0, :, [0, 1]], [np.zeros((2, 3, 4))], None),
     ("index_0d_tensor_then_array_apart", lambda T, x: x[T.tensor(0), :, T.tensor([0, 1])], [np.zeros((2, 3, 4))],
-     "zeros(2, 3, 4)[tensor(0), :, tensor([0, 1])]: torch's shape is (3, 2) (a 0-d integer tensor indexes as an "
-     "int), lightgrad's (2, 3)"),
+     None),
     ("index_arrays_around_empty_ellipsis", lambda T, x: x[:, [0, 1, 2], ..., [0, 1, 2], :], [np.zeros((2, 3, 4, 5))],
-     "zeros(2, 3, 4, 5)[:, [0, 1, 2], ..., [0, 1, 2], :]: torch's shape is (2, 3, 5) (the Ellipsis covers no dim, "
-     "so the lists are adjacent), lightgrad's (3, 2, 5)"),
-    ("index_empty_list", lambda T, x: x[0, []], [M23],
-     "x[0, []]: torch gives an empty float64 tensor of shape (0,), lightgrad raises IndexError "
-     "(tensors used as indices must be long, int, byte or bool tensors)"),
-    ("argmax_keepdim_without_dim", lambda T, x: x.argmax(keepdim=True), [M23],
-     "zeros(2, 3).argmax(keepdim=True): torch's shape is (1, 1), lightgrad's ()"),
-    ("argmin_keepdim_without_dim", lambda T, x: x.argmin(keepdim=True), [M23],
-     "zeros(2, 3).argmin(keepdim=True): torch's shape is (1, 1), lightgrad's ()"),
+     None),
+    ("index_empty_list", lambda T, x: x[0, []], [M23], None),
+    ("argmax_keepdim_without_dim", lambda T, x: x.argmax(keepdim=True), [M23], None),
+    ("argmin_keepdim_without_dim", lambda T, x: x.argmin(keepdim=True), [M23], None),
     ("as_strided", lambda T, x: x.as_strided((2,), (2,)), [np.arange(4.0)], NO_AS_STRIDED),
     ("unfold_0d_size_0", lambda T, x: x.unfold(0, 0, 1), [F0D],
      "tensor(1.5).unfold(0, 0, 1): torch's shape is (0,), lightgrad's (1,)"),
