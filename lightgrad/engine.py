@@ -329,7 +329,7 @@ def _add_later(later: list[tuple[Tensor, Any]], create_graph: bool) -> None:
 # backward's result tuple, zip's cached (parent, edge, gradient) tuple, the loop variable, the
 # parameter, getrefcount's own. A gradient the loop replaced (densified: fresh) has 3; a view
 # (unbroadcast) is never taken. An array anything else holds (a saved input handed over as a
-# gradient, a user's tensor) has at least one more. tests/test_fast_paths.py checks both sides.
+# gradient, a user's tensor) has at least one more. tests/test_autograd.py checks both sides.
 _EXCLUSIVE_REFS = 5
 _FIRST = [(0,) * n for n in range(33)]  # the index of a one-entry array's entry, by ndim
 

@@ -1,4 +1,4 @@
-"""Autograd behaviour: accumulation, graph lifetime, grad modes, higher order, custom ops, in-place."""
+"""Autograd: accumulation, graph lifetime, grad modes, higher order, custom ops, in-place ops, the engine."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from helpers import torch
+from helpers import needs_torch, torch
 
 import lightgrad as lg
+from lightgrad import backend as B
+
+RNG = np.random.default_rng(0)
 
 
 def test_gradients_accumulate_across_backward_calls() -> None:
@@ -379,77 +382,178 @@ def test_backward_inputs_restricts_accumulation() -> None:
     assert a.grad is not None and b.grad is None
 
 
-def _view_cases(T: Any) -> list[Any]:
-    """In-place ops through views made by basic indexing: values and gradients of the base."""
-    out = []
-    x = T.ones(2, 3, requires_grad=True)
-    b = x * 2
-    b[1].mul_(3)  # a method on a view: the base's graph must see it
-    (b * b).sum().backward()
-    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
-    x = T.ones(2, 3, requires_grad=True)
-    b = x * 2
-    b[1][0].mul_(5)  # a view of a view, down to one element
-    b[0, 1:].add_(b[1, :2])
-    (b * b).sum().backward()
-    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
-    buf, h = T.zeros(2, 3), T.ones(3, requires_grad=True)
-    buf[1].copy_(h * 2)  # a buffer that needs no grad gets a graph through its view
-    (buf * buf).sum().backward()
-    out += [buf.detach().numpy().copy(), h.grad.numpy().copy()]
-    v = T.ones(3)
-    e = v[1]
-    e.mul_(3)  # one element of a 1-D tensor is a view too
-    v.add_(1)
-    out += [v.numpy().copy(), e.numpy().copy()]
-    a = T.zeros(4, 4)
-    a.diagonal().add_(2.0)  # a diagonal (a copy here) writes back, by any in-place method
-    a.diagonal(1).fill_(5)
-    a.diagonal()[1:].zero_()
-    out.append(a.numpy().copy())
-    x = T.ones(3, 3, requires_grad=True)
-    b = x * 3
-    b.diagonal().mul_(4)
-    b.diagonal()[1:].add_(x[0, 1:])
-    (b * b).sum().backward()
-    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
-    x = T.ones(2, 3, requires_grad=True)
-    b = x * 2
-    t = b.t()  # views by permute and reshape share memory: the base's graph is rebuilt around them
-    t.mul_(T.tensor([[1.0], [2.0], [3.0]]))
-    t.add_(1)  # a second op on the same view
-    b.view(-1)[2:].add_(x.reshape(-1)[:4])
-    b.unsqueeze(0)[0, 1].mul_(5)
-    (b * b).sum().backward()
-    out += [b.detach().numpy().copy(), x.grad.numpy().copy()]
-    x = T.ones(2, 3, requires_grad=True)
-    b = x * 2
-    b[0].fill_(7)  # constant values: no gradient to what they replaced
-    b.view(-1)[-1:].zero_()
-    (b * b).sum().backward()
-    out += [b.detach().numpy().copy(), x.grad.numpy().copy(), np.array(b.requires_grad)]
-    return out
+# ---- the engine: gradients of pieces of one tensor (split, chunk, unbind, slices) ----------------
+
+def _split_graph(T: Any, x0: np.ndarray) -> list[np.ndarray]:
+    x = T.tensor(x0, requires_grad=True)
+    h = x * 2  # a non-leaf: its pieces' gradients meet in the engine
+    a, b, c, _unused = h.split([2, 3, 1, 2], dim=1)
+    p, q = h.chunk(2, dim=0)
+    r = h.unbind(0)[1]
+    loss = (a * a).sum() + (b * c).sum() + (p * 3).sum() + (q[:, 1:] ** 2).sum() + r.sum() + h[..., 0].sum() + h.sum()
+    loss.backward()
+    return [x.grad.numpy()]
 
 
-@pytest.mark.skipif(torch is None, reason="PyTorch not installed")
-def test_inplace_ops_on_views_reach_the_base_as_in_torch() -> None:
-    for ours, theirs in zip(_view_cases(lg), _view_cases(torch)):
-        np.testing.assert_array_equal(ours, theirs)
+@needs_torch
+def test_slices_of_one_tensor_get_torch_gradients() -> None:
+    x0 = RNG.standard_normal((4, 8, 3))
+    np.testing.assert_allclose(_split_graph(lg, x0)[0], _split_graph(torch, x0)[0], rtol=1e-12, atol=1e-12)
 
 
-def test_inplace_on_a_view_of_a_leaf_that_requires_grad_raises_before_writing() -> None:
-    w = lg.ones(3, requires_grad=True)
-    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
-        w[1:].mul_(2)
-    with pytest.raises(RuntimeError, match="view of a leaf Variable"):
-        w.reshape(1, 3).mul_(2)
-    np.testing.assert_array_equal(w.detach().numpy(), np.ones(3))
+@needs_torch
+@pytest.mark.parametrize("sizes", [[4, 4, 4], [4, 8], [12]])
+@pytest.mark.parametrize("dim", [0, 2, -1])
+def test_pieces_that_tile_a_tensor_give_its_gradient_without_zeros(sizes: list[int], dim: int,
+                                                                   monkeypatch: Any) -> None:
+    # a split's pieces cover the tensor once: their gradients are copied into one array, no zero fill
+    x0 = RNG.standard_normal((12, 3, 12))
+    zeros: list[Any] = []
+    real = B.zeros
+    monkeypatch.setattr(B, "zeros", lambda *a: zeros.append(a) or real(*a))
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        h = x * 2
+        parts = h.split(sizes, dim=dim)
+        sum(((p * (i + 1)) ** 2).sum() for i, p in enumerate(parts)).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12, atol=1e-12)
+    assert not zeros or len(sizes) == 1
 
 
-def test_inplace_on_a_view_after_its_base_was_saved_raises_at_backward() -> None:
-    x = lg.ones(3, requires_grad=True)
-    b = x * 1
-    y = b * b  # saves b
-    b[0].mul_(2)
-    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
-        y.sum().backward()
+@needs_torch
+def test_overlapping_and_partial_pieces_add_into_zeros() -> None:
+    res, x0 = [], RNG.standard_normal((5, 6))
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        h = x * 2
+        (h[:, :4].sum() * 2 + (h[:, 2:] ** 2).sum() + h[:, 1:3].sum() + h[1:3].sum()).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-12, atol=1e-12)
+
+
+@needs_torch
+def test_slice_gradient_of_a_leaf_and_a_scalar_piece() -> None:
+    res = []
+    for T in (torch, lg):
+        x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        (x[0] * x[2] + x[1:].sum() * x[0]).backward()
+        res.append(x.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0])
+
+
+# ---- the engine: edges, order, leaf-gradient handover --------------------------------------------
+
+@needs_torch
+def test_inplace_after_use_does_not_reroute_earlier_gradients() -> None:
+    """An op records where its inputs' gradients go when it runs (PyTorch's edges): a later in-place
+    op that gives the input a new grad_fn must not send the earlier use through it."""
+    res = []
+    for T in (torch, lg):
+        a = T.tensor([1.0, -2.0], requires_grad=True)
+        x = a * 2
+        y = x + 0  # a use of x that saves nothing, so no version check stops it
+        x.mul_(3)
+        (y.sum() + (x * x).sum()).backward()
+        res.append(a.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0])
+
+
+@needs_torch
+def test_next_functions_name_nodes_and_leaves_like_torch() -> None:
+    names = []
+    for T in (torch, lg):
+        w = T.tensor([1.0], requires_grad=True)
+        x = T.tensor([2.0])
+        y = (w * x).exp() + w
+        nf = y.grad_fn.next_functions
+        leaf = nf[1][0]
+        assert leaf.variable is w
+        assert w.grad_fn is None and (w * x).grad_fn.next_functions[1] == (None, 0)
+        names.append((nf[0][0].name(), leaf.name(), [i for _, i in nf]))
+    assert names[0] == names[1]
+
+
+@needs_torch
+def test_grad_fn_names_of_sums_and_means_are_torch_s() -> None:
+    names = []
+    for T in (torch, lg):
+        x = T.ones(2, 3, requires_grad=True)
+        names.append([y.grad_fn.name() for y in (x.sum(), x.sum(0), x.sum((0, 1)), x.sum(1, keepdim=True),
+                                                 x.mean(), x.mean(0), x.mean((0, 1)), x.mean(-1, keepdim=True))])
+    assert names[0] == names[1]
+
+
+@needs_torch
+def test_backward_of_several_outputs_where_one_feeds_another() -> None:
+    res = []
+    for T in (torch, lg):
+        a = T.tensor([0.5, 1.5, -1.0], requires_grad=True)
+        y = a.sin() * a  # y is an output and also feeds z
+        z = (y * y).sum() + y[1:].sum()
+        T.autograd.backward([z, y.sum()], [T.tensor(2.0), T.tensor(3.0)])
+        res.append(a.grad.numpy())
+    np.testing.assert_allclose(res[1], res[0], rtol=1e-6)
+
+
+@needs_torch
+def test_nodes_that_receive_no_gradient_are_skipped() -> None:
+    """A node whose only consumer returns None for it never runs, and the rest still do."""
+    res = []
+    for T in (torch, lg):
+        class FirstOnly(T.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any, y: Any) -> Any:
+                return x * 2 + y
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g * 2, None
+
+        a = T.tensor([1.0, 2.0], requires_grad=True)
+        b = T.tensor([0.5, -1.0], requires_grad=True)
+        (FirstOnly.apply(a.sin(), (b * 3).exp()).sum() + b.sum()).backward()
+        res.append([a.grad.numpy(), b.grad.numpy()])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_fresh_leaf_gradient_is_handed_over_without_a_copy(monkeypatch: Any) -> None:
+    """A gradient array only the engine holds becomes ``.grad`` as it is (the refcount check in
+    ``engine._accumulate``); one that two leaves share is copied for each of them."""
+    from lightgrad import engine as E
+    copies = []
+    orig = E.empty_like_home
+    monkeypatch.setattr(E, "empty_like_home", lambda *a: copies.append(a[1]) or orig(*a))
+    x = lg.tensor(RNG.standard_normal((16, 8)).astype(np.float32))
+    w = lg.tensor(RNG.standard_normal((8, 4)).astype(np.float32), requires_grad=True)
+    (x @ w).sum().backward()
+    assert copies == []
+    np.testing.assert_allclose(w.grad.numpy(), x.numpy().sum(0)[:, None].repeat(4, 1), rtol=1e-5)
+    a = lg.zeros(5, requires_grad=True)
+    b = lg.zeros(5, requires_grad=True)
+    (a + b).sum().backward()
+    assert len(copies) == 2 and not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+    (a + b).sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), 2.0)
+    np.testing.assert_allclose(b.grad.numpy(), 2.0)
+
+
+@needs_torch
+def test_gradient_of_a_sum_through_mul_is_the_other_factor_handed_over() -> None:
+    """d/dw sum(x * w) is x itself: passed on as the gradient (no product, no fresh array), never
+    written into."""
+    x0 = RNG.standard_normal((300, 200)).astype(np.float32)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0)
+        w = T.tensor(np.full_like(x0, 0.5), requires_grad=True)
+        h = T.tensor(np.full_like(x0, 2.0), requires_grad=True)
+        for _ in range(2):
+            (x * w).sum().backward()
+            (h * w).sum().backward()  # w's gradient goes to h's node too
+        res.append([w.grad.numpy().copy(), h.grad.numpy().copy(), x.numpy().copy()])
+    for ours, theirs in zip(res[1], res[0]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+    np.testing.assert_array_equal(res[1][2], x0)

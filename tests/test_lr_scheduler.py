@@ -1,5 +1,6 @@
-"""LR schedulers: the LR (and momentum) sequence against PyTorch over 50 steps, and against values
-derived by hand from each schedule's definition."""
+"""LR schedulers: the LR (and momentum) sequences against PyTorch and against each schedule's definition.
+
+Against PyTorch over 50 steps, and against values derived by hand from each schedule's definition."""
 
 from __future__ import annotations
 

@@ -1,108 +1,37 @@
-"""The layer table: every layer, activation and loss of ``lightgrad.nn``, checked
+"""Layers of lightgrad.nn against PyTorch: the layer table, activations, dropout, embeddings, normalization.
 
-(a) forward and backward against central finite differences in float64 (inputs and parameters),
-(b) against PyTorch with identical weights (loaded through ``state_dict``): outputs, input
-    gradients, parameter gradients and buffers, in train and then eval mode.
-
-Each row is (name, ctor, inputs): ``ctor(T)`` builds the layer (or a function) with T = lightgrad
-or T = torch from the shared API; ``inputs`` lists input specs (see the helpers below).
+The layer table checks every layer and activation (linear, embedding, containers, norms,
+activations, their functional forms) (a) forward and backward against central finite differences
+in float64 (inputs and parameters), (b) against PyTorch with identical weights (loaded through
+``state_dict``): outputs, input gradients, parameter gradients and buffers, in train and then eval
+mode. Each row is (name, ctor, inputs): ``ctor(T)`` builds the layer (or a function) with T =
+lightgrad or T = torch from the shared API; ``inputs`` lists input specs (see helpers.py). The
+losses' rows are in test_nn_loss.py. Also the fast paths of layer norm, GELU and softmax.
 """
 
 from __future__ import annotations
 
+import math
+import random
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import numeric_grads, torch
+from helpers import (G, GV, I, K, N, Case, Row, assert_close_by_dtype, assert_error_like_torch, check_case_in_precision,
+                     check_layer_row_against_torch, check_layer_row_finite_differences, fn, needs_torch, nn, numpy_of,
+                     outputs_and_grads, state_to_lg, state_to_torch, t64, torch)
 
 import lightgrad as lg
+import lightgrad.nn.functional as LF
+from lightgrad import backend as B
 
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
-
-
-# ---- input specs: (kind, shape, extra, requires_grad) ----------------------------------------------
-
-def N(*shape: int) -> tuple:
-    """Standard normal floats, differentiated."""
-    return ("normal", shape, None, True)
+TF = None if torch is None else torch.nn.functional
+RNG = np.random.default_rng(0)
 
 
-def K(*shape: int) -> tuple:
-    """Normal floats kept >= 0.05 away from 0 (for kinks at 0), differentiated."""
-    return ("away", shape, None, True)
-
-
-def P(*shape: int, grad: bool = True) -> tuple:
-    """Probabilities in (0.05, 0.95)."""
-    return ("prob", shape, None, grad)
-
-
-def C(*shape: int) -> tuple:
-    """Normal floats that are constants (targets)."""
-    return ("normal", shape, None, False)
-
-
-def I(high: int, *shape: int, ignore: int | None = None) -> tuple:  # noqa: E743
-    """int64 class indices in [0, high); with ``ignore``, a few entries are set to it."""
-    return ("int", shape, (high, ignore), False)
-
-
-def S(*shape: int) -> tuple:
-    """+1/-1 float targets."""
-    return ("sign", shape, None, False)
-
-
-def D(*shape: int, dim: int = 1) -> tuple:
-    """Probability distributions along ``dim`` (softmax of normals), constants."""
-    return ("dist", shape, dim, False)
-
-
-def make_inputs(specs: list[tuple], seed: int = 0) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    out = []
-    for kind, shape, extra, _ in specs:
-        if kind == "normal":
-            a = rng.standard_normal(shape)
-        elif kind == "away":
-            a = rng.standard_normal(shape)
-            a = np.where(np.abs(a) < 0.05, np.sign(a + 1e-9) * 0.3, a)
-        elif kind == "prob":
-            a = rng.uniform(0.05, 0.95, shape)
-        elif kind == "int":
-            high, ignore = extra
-            a = rng.integers(0, high, shape)
-            if ignore is not None:
-                a.reshape(-1)[::3] = ignore
-        elif kind == "sign":
-            a = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
-        else:
-            z = rng.standard_normal(shape)
-            e = np.exp(z - z.max(extra, keepdims=True))
-            a = e / e.sum(extra, keepdims=True)
-        out.append(np.asarray(a))
-    return out
-
-
-# ---- the table ---------------------------------------------------------------------------------
-
-def nn(T: Any) -> Any:
-    return T.nn
-
-
-def fn(f: Callable[..., Any]) -> Callable[[Any], Any]:
-    """A row built from a functional call: ``fn(lambda T, x: T.nn.functional.gelu(x))``."""
-    return lambda T: (lambda *xs: f(T, *xs))
-
-
-def t64(T: Any, values: Any) -> Any:
-    return T.tensor(np.asarray(values, np.float64))
-
-
-Row = tuple  # (name, ctor, input specs[, fd_adjust])
-
+# ---- the layer table -----------------------------------------------------------------------------
 
 def padding_row(row: int, key: Any = "weight") -> Callable[..., None]:
     """The padding row gets no gradient by definition: not the finite-difference derivative."""
@@ -117,6 +46,7 @@ def per_frequency(k: Any, g: np.ndarray, arrays: list[np.ndarray]) -> None:
     if k == "weight":
         counts = np.bincount(arrays[0].reshape(-1), minlength=g.shape[0])
         g /= np.maximum(counts, 1)[:, None]
+
 
 LAYERS: list[Row] = [
     ("linear", lambda T: nn(T).Linear(4, 3), [N(2, 4)]),
@@ -219,210 +149,22 @@ LAYERS: list[Row] = [
     ("F.dropout_eval", fn(lambda T, x: T.nn.functional.dropout(x, 0.4, training=False)), [N(2, 3)]),
 ]
 
-# losses: every one with each reduction
-_LOSSES: list[tuple[str, Callable[[Any, str], Any], list[tuple]]] = [
-    ("mse", lambda T, r: nn(T).MSELoss(reduction=r), [N(3, 4), N(3, 4)]),
-    ("l1", lambda T, r: nn(T).L1Loss(reduction=r), [N(3, 4), C(3, 4)]),
-    ("smooth_l1", lambda T, r: nn(T).SmoothL1Loss(reduction=r, beta=0.5), [N(3, 4), C(3, 4)]),
-    ("smooth_l1_beta0", lambda T, r: nn(T).SmoothL1Loss(reduction=r, beta=0.0), [N(3, 4), C(3, 4)]),
-    ("huber", lambda T, r: nn(T).HuberLoss(reduction=r, delta=0.7), [N(3, 4), C(3, 4)]),
-    ("cross_entropy", lambda T, r: nn(T).CrossEntropyLoss(reduction=r), [N(4, 5), I(5, 4)]),
-    ("cross_entropy_weight", lambda T, r: nn(T).CrossEntropyLoss(t64(T, [0.2, 1.0, 2.0, 0.5, 1.5]), reduction=r),
-     [N(4, 5), I(5, 4)]),
-    ("cross_entropy_ignore", lambda T, r: nn(T).CrossEntropyLoss(ignore_index=2, reduction=r),
-     [N(6, 5), I(5, 6, ignore=2)]),
-    ("cross_entropy_smoothing", lambda T, r: nn(T).CrossEntropyLoss(label_smoothing=0.2, reduction=r),
-     [N(4, 5), I(5, 4)]),
-    ("cross_entropy_all_options", lambda T, r: nn(T).CrossEntropyLoss(
-        t64(T, [0.2, 1.0, 2.0, 0.5, 1.5]), ignore_index=-100, label_smoothing=0.1, reduction=r),
-     [N(6, 5), I(5, 6, ignore=-100)]),
-    ("cross_entropy_nd", lambda T, r: nn(T).CrossEntropyLoss(reduction=r), [N(2, 4, 3, 2), I(4, 2, 3, 2)]),
-    ("cross_entropy_nd_weight_ls", lambda T, r: nn(T).CrossEntropyLoss(
-        t64(T, [1.0, 0.5, 2.0]), label_smoothing=0.3, ignore_index=1, reduction=r), [N(2, 3, 4), I(3, 2, 4)]),
-    ("cross_entropy_unbatched", lambda T, r: nn(T).CrossEntropyLoss(reduction=r), [N(5), I(5)]),
-    ("cross_entropy_probs", lambda T, r: nn(T).CrossEntropyLoss(reduction=r), [N(4, 5), D(4, 5)]),
-    ("cross_entropy_probs_all", lambda T, r: nn(T).CrossEntropyLoss(
-        t64(T, [0.2, 1.0, 2.0]), label_smoothing=0.25, reduction=r), [N(2, 3, 2), D(2, 3, 2)]),
-    ("nll", lambda T, r: nn(T).NLLLoss(reduction=r), [N(4, 5), I(5, 4)]),
-    ("nll_weight_ignore", lambda T, r: nn(T).NLLLoss(t64(T, [0.2, 1.0, 2.0, 0.5]), ignore_index=0, reduction=r),
-     [N(6, 4), I(4, 6, ignore=0)]),
-    ("nll_nd", lambda T, r: nn(T).NLLLoss(reduction=r), [N(2, 3, 4), I(3, 2, 4)]),
-    ("bce", lambda T, r: nn(T).BCELoss(reduction=r), [P(3, 4), P(3, 4, grad=False)]),
-    ("bce_weight", lambda T, r: nn(T).BCELoss(t64(T, [0.5, 1.0, 2.0, 1.5]), reduction=r),
-     [P(3, 4), P(3, 4, grad=False)]),
-    ("bce_logits", lambda T, r: nn(T).BCEWithLogitsLoss(reduction=r), [N(3, 4), P(3, 4)]),
-    ("bce_logits_weights", lambda T, r: nn(T).BCEWithLogitsLoss(
-        t64(T, [0.5, 1.0, 2.0, 1.5]), reduction=r, pos_weight=t64(T, [3.0, 0.5, 1.0, 2.0])),
-     [N(3, 4), P(3, 4, grad=False)]),
-    ("kl_div_batchmean", lambda T, r: nn(T).KLDivLoss(reduction="batchmean" if r == "mean" else r),
-     [N(3, 4), D(3, 4)]),
-    ("kl_div_log_target", lambda T, r: nn(T).KLDivLoss(reduction=r, log_target=True), [N(3, 4), N(3, 4)]),
-    ("cosine_embedding", lambda T, r: nn(T).CosineEmbeddingLoss(margin=0.1, reduction=r),
-     [N(5, 3), N(5, 3), S(5)]),
-    ("margin_ranking", lambda T, r: nn(T).MarginRankingLoss(margin=0.2, reduction=r), [N(6), N(6), S(6)]),
-    ("hinge_embedding", lambda T, r: nn(T).HingeEmbeddingLoss(margin=0.7, reduction=r), [N(6), S(6)]),
-    ("soft_margin", lambda T, r: nn(T).SoftMarginLoss(reduction=r), [N(6), S(6)]),
-    ("triplet_margin", lambda T, r: nn(T).TripletMarginLoss(margin=0.5, reduction=r), [N(4, 3), N(4, 3), N(4, 3)]),
-    ("poisson_nll", lambda T, r: nn(T).PoissonNLLLoss(reduction=r), [N(3, 4), P(3, 4, grad=False)]),
-    ("poisson_nll_full", lambda T, r: nn(T).PoissonNLLLoss(log_input=False, full=True, reduction=r),
-     [P(3, 4), P(3, 4, grad=False)]),
-]
-
-for _name, _ctor, _ins in _LOSSES:
-    for _red in ("mean", "sum", "none"):
-        LAYERS.append((f"{_name}_{_red}", (lambda c, r: lambda T: c(T, r))(_ctor, _red), _ins))
-
-
-# ---- running a row -----------------------------------------------------------------------------
-
-def build(T: Any, ctor: Callable[[Any], Any]) -> Any:
-    m = ctor(T)
-    if isinstance(m, T.nn.Module):
-        m.double()
-    return m
-
-
-def upstream(shape: tuple[int, ...]) -> np.ndarray:
-    """A fixed random upstream gradient, so that every output element is checked."""
-    return np.random.default_rng(1234).standard_normal(shape)
-
-
-def forward_backward(T: Any, m: Any, arrays: list[np.ndarray], specs: list[tuple]) -> tuple[np.ndarray, dict]:
-    """Output, and gradients of sum(out * r) by input index and parameter name."""
-    xs = [T.tensor(a, requires_grad=bool(s[3])) for a, s in zip(arrays, specs)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = m(*xs)
-    grads: dict[Any, np.ndarray] = {}
-    out_np = np.array(out.detach().numpy(), np.float64)
-    if out.requires_grad:
-        (out * T.tensor(upstream(tuple(out.shape)))).sum().backward()
-        for i, x in enumerate(xs):
-            if x.requires_grad:
-                grads[i] = x.grad.numpy().copy() if x.grad is not None else np.zeros(x.shape)
-        if isinstance(m, T.nn.Module):
-            for name, p in m.named_parameters():
-                grads[name] = p.grad.numpy().copy() if p.grad is not None else np.zeros(tuple(p.shape))
-                p.grad = None
-    return out_np, grads
-
-
-def randomize(m: Any, seed: int = 7) -> None:
-    """Replace the default init by random values (ones/zeros would hide weight-gradient bugs)."""
-    rng = np.random.default_rng(seed)
-    T = lg if isinstance(m, lg.nn.Module) else torch
-    with T.no_grad():
-        for _, p in m.named_parameters():
-            p.copy_(T.tensor(rng.standard_normal(tuple(p.shape))))
-
 
 IDS = [r[0] for r in LAYERS]
 
 
 @pytest.mark.parametrize("row", LAYERS, ids=IDS)
 def test_finite_differences(row: Row) -> None:
-    name, ctor, specs = row[:3]
-    adjust = row[3] if len(row) > 3 else None
-    m = build(lg, ctor)
-    arrays = make_inputs(specs)
-    gi = [i for i, s in enumerate(specs) if s[3]]  # the differentiated inputs
-    params: list[tuple[str, Any]] = []
-    if isinstance(m, lg.nn.Module):
-        randomize(m)
-        params = list(m.named_parameters())
-    for mode in (True, False):
-        if isinstance(m, lg.nn.Module):
-            m.train(mode)
-        out, grads = forward_backward(lg, m, arrays, specs)
-        if not grads:
-            continue
-        r = upstream(out.shape)
-
-        def f(*arrs: np.ndarray) -> np.ndarray:
-            xs = list(arrays)
-            for k, i in enumerate(gi):
-                xs[i] = arrs[k]
-            with lg.no_grad(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return np.asarray(m(*[lg.tensor(a) for a in xs])._data, np.float64)
-
-        wrt = [arrays[i].copy() for i in gi] + [p._data for _, p in params]
-        num = numeric_grads(f, wrt, r)
-        keys: list[Any] = gi + [n for n, _ in params]
-        for k, g in zip(keys, num):
-            if adjust is not None:
-                adjust(k, g, arrays)
-            np.testing.assert_allclose(grads[k], g, rtol=1e-5, atol=1e-6, err_msg=f"{name}: gradient of {k}")
+    check_layer_row_finite_differences(row)
 
 
 @needs_torch
 @pytest.mark.parametrize("row", LAYERS, ids=IDS)
 def test_against_torch(row: Row) -> None:
-    name, ctor, specs = row[:3]
-    tm, lm = build(torch, ctor), build(lg, ctor)
-    is_module = isinstance(tm, torch.nn.Module)
-    if is_module:
-        randomize(tm)
-        lm.load_state_dict({k: v.numpy() for k, v in tm.state_dict().items()})
-    arrays = make_inputs(specs)
-    for mode in (True, False):
-        if is_module:
-            tm.train(mode)
-            lm.train(mode)
-        t_out, t_grads = forward_backward(torch, tm, arrays, specs)
-        l_out, l_grads = forward_backward(lg, lm, arrays, specs)
-        np.testing.assert_allclose(l_out, t_out, rtol=1e-7, atol=1e-9, err_msg=f"{name}: output (train={mode})")
-        assert set(l_grads) == set(t_grads), f"{name}: gradients of {set(l_grads)} vs torch {set(t_grads)}"
-        for k in t_grads:
-            np.testing.assert_allclose(l_grads[k], t_grads[k], rtol=1e-7, atol=1e-9,
-                                       err_msg=f"{name}: gradient of {k} (train={mode})")
-        if is_module:
-            ts, ls = tm.state_dict(), lm.state_dict()
-            assert list(ls) == list(ts), f"{name}: state_dict keys"
-            for k in ts:
-                np.testing.assert_allclose(ls[k].numpy(), ts[k].numpy(), rtol=1e-7, atol=1e-9,
-                                           err_msg=f"{name}: state {k} (train={mode})")
+    check_layer_row_against_torch(row)
 
 
-# ---- stability for extreme logits --------------------------------------------------------------
-
-@pytest.mark.parametrize("scale", [1e4, -1e4])
-def test_cross_entropy_extreme_logits(scale: float) -> None:
-    logits = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, -1.0]]) * scale
-    target = np.array([1, 1])
-    for dt in (lg.float32, lg.float64):
-        x = lg.tensor(logits, dtype=dt, requires_grad=True)
-        for smoothing in (0.0, 0.1):
-            loss = lg.nn.functional.cross_entropy(x, lg.tensor(target), label_smoothing=smoothing)
-            loss.backward()
-            assert np.isfinite(loss.item()) and np.isfinite(x.grad.numpy()).all()
-            if torch is not None:
-                tx = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
-                tl = torch.nn.functional.cross_entropy(tx, torch.tensor(target), label_smoothing=smoothing)
-                tl.backward()
-                np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-5)
-                np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
-            x.grad = None
-
-
-@pytest.mark.parametrize("scale", [1e4, -1e4])
-def test_bce_with_logits_extreme(scale: float) -> None:
-    logits = np.array([1.0, -1.0, 0.5, -3.0]) * scale
-    target = np.array([1.0, 0.0, 0.0, 1.0])
-    pos_weight = np.array([2.0, 1.0, 0.5, 3.0])
-    x = lg.tensor(logits, dtype=lg.float32, requires_grad=True)
-    loss = lg.nn.functional.binary_cross_entropy_with_logits(x, lg.tensor(target, dtype=lg.float32),
-                                                             pos_weight=lg.tensor(pos_weight, dtype=lg.float32))
-    loss.backward()
-    assert np.isfinite(loss.item()) and np.isfinite(x.grad.numpy()).all()
-    if torch is not None:
-        tx = torch.tensor(logits, dtype=torch.float64, requires_grad=True)
-        tl = torch.nn.functional.binary_cross_entropy_with_logits(tx, torch.tensor(target),
-                                                                  pos_weight=torch.tensor(pos_weight))
-        tl.backward()
-        np.testing.assert_allclose(loss.item(), tl.item(), rtol=1e-5)
-        np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
-
+# ---- activations: kinks, extremes, the softplus family, in-place forms, gumbel-softmax -----------
 
 @needs_torch
 @pytest.mark.parametrize("f", ["relu", "relu6", "hardtanh", "leaky_relu", "elu", "celu", "selu", "hardsigmoid",
@@ -517,7 +259,253 @@ def test_softplus_family_gradient_at_zero_and_extremes(name: str, f: Any, deriv:
         np.testing.assert_allclose(h[keep], th[keep], rtol=1e-10, atol=1e-15, err_msg=name)
 
 
-# ---- randomness: dropout -----------------------------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 5.0)])
+def test_softplus_values_and_gradients_match_torch_at_zero_and_the_threshold(beta: float, threshold: float) -> None:
+    x0 = np.array([-30.0, -1.0, 0.0, 1e-3, 2.0, 2.4, 2.6, 10.0, 40.0])  # (not at the threshold itself)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = T.nn.functional.softplus(x, beta, threshold)
+        (g,) = T.autograd.grad(y.sum(), x, create_graph=True)
+        g.sum().backward()
+        res.append((y.detach().numpy(), g.detach().numpy(), x.grad.numpy()))
+    for got, want in zip(res[1], res[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_inplace_activations_match_torch(dtype: str) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 5)).astype(dtype)
+    g = rng.standard_normal((4, 5)).astype(dtype)
+    # alpha 0.5: PyTorch's celu rounds 1/alpha to float32 even for float64 input
+    for name, kw in [("celu_", dict(alpha=0.5)), ("selu_", {}), ("rrelu_", dict(lower=0.1, upper=0.3))]:
+        tx, lx = torch.tensor(x, requires_grad=True), lg.tensor(x, requires_grad=True)
+        ty, ly = tx * 1, lx * 1
+        tr, lr = getattr(TF, name)(ty, **kw), getattr(LF, name)(ly, **kw)
+        assert lr is ly and tr is ty
+        assert_close_by_dtype(numpy_of(ly), numpy_of(ty), dtype, name)
+        ty.backward(torch.tensor(g))
+        ly.backward(lg.tensor(g))
+        assert_close_by_dtype(numpy_of(lx.grad), numpy_of(tx.grad), dtype, name)
+    lx = lg.tensor(-np.abs(x), requires_grad=True)
+    ly = lx * 1
+    LF.rrelu_(ly, 0.1, 0.3, training=True)
+    slope = ly.detach().numpy() / lx.detach().numpy()
+    assert ((slope >= 0.1) & (slope <= 0.3)).all() and slope.std() > 0
+
+
+@needs_torch
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gumbel_softmax_matches_torch_formula(hard: bool, dim: int) -> None:
+    """The noise is drawn from lightgrad's generator as Exp(1) samples; given that noise, forward and
+    gradient equal PyTorch's formula (softmax((logits - log E) / tau), straight-through when hard)."""
+    x = np.random.default_rng(0).standard_normal((3, 5))
+    r = np.random.default_rng(1).standard_normal((3, 5))
+    lg.manual_seed(123)
+    noise = lg.empty(3, 5, dtype=lg.float64).exponential_().numpy()
+    lg.manual_seed(123)
+    lx = lg.tensor(x, requires_grad=True)
+    ly = lg.nn.functional.gumbel_softmax(lx, tau=0.7, hard=hard, dim=dim)
+    (ly * lg.tensor(r)).sum().backward()
+    tx = torch.tensor(x, requires_grad=True)
+    soft = ((tx - torch.tensor(noise).log()) / 0.7).softmax(dim)
+    if hard:
+        oh = torch.zeros_like(soft).scatter_(dim, soft.argmax(dim, keepdim=True), 1.0)
+        ty = oh - soft.detach() + soft
+    else:
+        ty = soft
+    (ty * torch.tensor(r)).sum().backward()
+    np.testing.assert_allclose(ly.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+    if hard:
+        assert set(np.unique(ly.detach().numpy())) <= {0.0, 1.0}
+        np.testing.assert_array_equal(ly.detach().numpy().sum(dim), np.ones(ly.shape[1 - dim % 2]))
+
+
+def test_gumbel_softmax_seeded_and_distribution() -> None:
+    lg.manual_seed(5)
+    a = lg.nn.functional.gumbel_softmax(lg.zeros(4, 3)).numpy()
+    lg.manual_seed(5)
+    b = lg.nn.functional.gumbel_softmax(lg.zeros(4, 3)).numpy()
+    np.testing.assert_array_equal(a, b)
+    # argmax frequencies follow softmax(logits): a Gumbel-max sample
+    logits = np.log(np.array([0.2, 0.3, 0.5]))
+    lg.manual_seed(0)
+    y = lg.nn.functional.gumbel_softmax(lg.tensor(np.tile(logits, (4000, 1))), tau=0.5, hard=True).numpy()
+    np.testing.assert_allclose(y.mean(0), [0.2, 0.3, 0.5], atol=0.03)
+    assert lg.nn.functional.gumbel_softmax(lg.zeros(2, 3, dtype=lg.float32)).dtype == lg.float32
+
+
+# ---- GELU: the fused kernel, its gradient written over its saved derivative ----------------------
+
+@needs_torch
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_matches_torch_to_second_order(approximate: str, dtype: Any) -> None:
+    x0 = (RNG.standard_normal((4, 33)) * 3).astype(dtype)
+    res = []
+    for T in (torch, lg):
+        x = T.tensor(x0, requires_grad=True)
+        y = T.nn.functional.gelu(x, approximate=approximate)
+        (g,) = T.autograd.grad((y * y).sum(), x, create_graph=True)
+        (gg,) = T.autograd.grad(g.sum(), x)
+        res.append([y.detach().numpy(), g.detach().numpy(), gg.numpy()])
+    tol = 2e-6 if dtype == np.float32 else 1e-12
+    for k, (ours, theirs) in enumerate(zip(res[1], res[0])):
+        # float32 second derivatives differ in rounding: 1 - tanh^2 cancels where tanh is near 1
+        rtol = 1e-4 if k == 2 and dtype == np.float32 else tol * 10
+        np.testing.assert_allclose(ours, theirs, rtol=rtol, atol=tol)
+
+
+@needs_torch
+def test_gelu_without_grad_and_on_ints() -> None:
+    with lg.no_grad():
+        y = lg.nn.functional.gelu(lg.tensor([1.0, -1.0]))
+    np.testing.assert_allclose(y.numpy(), torch.nn.functional.gelu(torch.tensor([1.0, -1.0])).numpy(), rtol=1e-6)
+    with pytest.raises(NotImplementedError):
+        torch.nn.functional.gelu(torch.tensor([1, 2]))
+    with pytest.raises(NotImplementedError):
+        lg.nn.functional.gelu(lg.tensor([1, 2]))
+
+
+@needs_torch
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "retained"])
+def test_gelu_gradient_matches_torch(twice: bool) -> None:
+    x0 = (RNG.standard_normal((4, 50, 33)) * 3).astype(np.float32)
+    seed = RNG.standard_normal(x0.shape).astype(np.float32)
+    ours = outputs_and_grads(lg, lambda T, x: T.nn.functional.gelu(x), [x0], seed, twice=twice)
+    theirs = outputs_and_grads(torch, lambda T, x: T.nn.functional.gelu(x), [x0], seed)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=2e-5, atol=2e-6)
+
+
+@needs_torch
+def test_gelu_kernel_matches_erf_across_float32() -> None:
+    # every float32 in [-10, 10] at a fine step, against erf in float64
+    x = np.linspace(-10, 10, 400_001).astype(np.float32)
+    xd = x.astype(np.float64)
+    phi = 0.5 * (1 + np.array([float(torch.erf(torch.tensor(v / np.sqrt(2), dtype=torch.float64))) for v in xd[::97]]))
+    out, d = B.gelu(x, "none", True)
+    ref = xd[::97] * phi
+    dref = phi + xd[::97] * np.exp(-0.5 * xd[::97] ** 2) / np.sqrt(2 * np.pi)
+    np.testing.assert_allclose(out[::97], ref, rtol=2e-6, atol=5e-7)
+    np.testing.assert_allclose(d[::97], dref, rtol=2e-6, atol=5e-7)
+
+
+# ---- softmax: the backward by one dot-product pass, the shift-free path, exp times 1 / sum -------
+
+@needs_torch
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_softmax_gradient_matches_torch(dim: int) -> None:
+    x0 = RNG.standard_normal((4, 6, 16, 16)).astype(np.float32)
+    seed = RNG.standard_normal(x0.shape).astype(np.float32)
+    ours = outputs_and_grads(lg, lambda T, x: x.softmax(dim), [x0], seed)
+    theirs = outputs_and_grads(torch, lambda T, x: x.softmax(dim), [x0], seed)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+def test_softmax_gradient_of_a_sum() -> None:
+    # the gradient of .sum() arrives as a broadcast of one 1 (all strides 0): softmax's rows sum
+    # to 1, so the input gradient is 0
+    x0 = RNG.standard_normal((8, 64, 64)).astype(np.float32)
+    for T in (lg, torch):
+        x = T.tensor(x0, requires_grad=True)
+        x.softmax(-1).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), 0, atol=1e-6)
+
+
+def test_dot_along_matches_numpy() -> None:
+    x = RNG.standard_normal((3, 4, 5))
+    y = RNG.standard_normal((4, 5))
+    for axis in (0, 1, 2, -1):
+        a = axis if axis < 0 else axis
+        np.testing.assert_allclose(B.dot_along(x, np.broadcast_to(y, x.shape), a), (x * y).sum(a, keepdims=True))
+    np.testing.assert_allclose(B.dot_along(x, y, -1), (x * y).sum(-1, keepdims=True))
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_is_exponentials_times_reciprocal_sum(dtype: Any) -> None:
+    x = (RNG.standard_normal((4, 4, 16, 16)) * 3).astype(dtype)
+    got = B.softmax(x, 3)
+    e = np.exp(x - x.max(3, keepdims=True))
+    s = e.sum(3, keepdims=True)
+    # PyTorch's kernel multiplies by 1 / sum: within a rounding of exp / sum, and summing to 1
+    np.testing.assert_allclose(got, e / s, rtol=4 * np.finfo(dtype).eps, atol=0)
+    np.testing.assert_allclose(got.sum(3), 1, rtol=32 * np.finfo(dtype).eps)
+    want = torch.softmax(torch.tensor(x), 3).numpy()
+    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(dtype).eps, atol=np.finfo(dtype).tiny)
+
+
+def test_softmax_gradient_matches_finite_differences() -> None:
+    x0 = RNG.standard_normal((3, 5, 7))
+    seed = RNG.standard_normal((3, 5, 7))
+    x = lg.tensor(x0, requires_grad=True)
+    (x.softmax(1) * lg.tensor(seed)).sum().backward()
+
+    def f(a: np.ndarray) -> float:
+        e = np.exp(a - a.max(1, keepdims=True))
+        return float(np.sum(e / e.sum(1, keepdims=True) * seed))
+
+    num = np.zeros_like(x0)
+    for i in np.ndindex(x0.shape):
+        a = x0.copy()
+        a[i] += 1e-6
+        hi = f(a)
+        a[i] -= 2e-6
+        num[i] = (hi - f(a)) / 2e-6
+    np.testing.assert_allclose(x.grad.numpy(), num, rtol=1e-6, atol=1e-8)
+
+
+def _causal_scores(shift: float, scale: float) -> np.ndarray:
+    a = (RNG.standard_normal((4, 2, 64, 64)) * scale + shift).astype(np.float32)
+    a[..., np.triu(np.ones((64, 64), bool), 1)] = -np.inf
+    return a
+
+
+@needs_torch
+@pytest.mark.parametrize("shift,scale", [(0.0, 1.0), (0.0, 100.0), (-30.0, 1.0), (55.0, 1.0), (-5.0, 0.1)],
+                         ids=["plain", "overflowing", "vanishing", "near_limit", "small_sums"])
+def test_softmax_with_and_without_the_shift_matches_torch(shift: float, scale: float) -> None:
+    a = _causal_scores(shift, scale)
+    assert a.size >= B._SOFTMAX_SHIFTLESS_MIN  # the size where the shift-free path is tried
+    ours = B.softmax(a, 3)
+    theirs = torch.softmax(torch.tensor(a), -1).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-7)
+    x = lg.tensor(a, requires_grad=True)
+    xt = torch.tensor(a, requires_grad=True)
+    g = RNG.standard_normal(a.shape).astype(np.float32)
+    (x.softmax(-1) * lg.tensor(g)).sum().backward()
+    (xt.softmax(-1) * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@needs_torch
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # NaN in, NaN out
+def test_softmax_rows_of_only_minus_inf_and_nan_are_nan_like_torch() -> None:
+    a = _causal_scores(0.0, 1.0)
+    a[0, 0, 5] = -np.inf
+    a[1, 1, 7, 3] = np.nan
+    ours = B.softmax(a, 3)
+    theirs = torch.softmax(torch.tensor(a), -1).numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    ok = ~np.isnan(theirs)
+    np.testing.assert_allclose(ours[ok], theirs[ok], rtol=1e-5, atol=1e-7)
+
+
+@needs_torch
+def test_softmax_along_a_middle_axis_matches_torch() -> None:
+    a = RNG.standard_normal((8, 40, 70)).astype(np.float64)
+    np.testing.assert_allclose(B.softmax(a, 1), torch.softmax(torch.tensor(a), 1).numpy(), rtol=1e-12)
+
+
+# ---- randomness: dropout -------------------------------------------------------------------------
 
 def test_dropout_statistics_and_gradient() -> None:
     lg.manual_seed(0)
@@ -563,7 +551,36 @@ def test_alpha_dropout_keeps_mean_and_variance() -> None:
     assert m.eval()(x) is x
 
 
-# ---- details beyond the table ------------------------------------------------------------------
+@needs_torch
+def test_feature_alpha_dropout() -> None:
+    lg.manual_seed(1)
+    p = 0.3
+    x = lg.randn(40, 8, 5, requires_grad=True)
+    m = lg.nn.FeatureAlphaDropout(p)
+    assert repr(m) == repr(torch.nn.FeatureAlphaDropout(p))
+    y = m(x)
+    # PyTorch's constants: alpha' = -SELU scale * alpha; a, b from its formula
+    alpha = -TF.selu(torch.tensor(-1e4, dtype=torch.float64)).item()
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    kept, dropped = numpy_of(x) * a + alpha * a * p, np.broadcast_to(-alpha * a + alpha * a * p, x.shape)
+    is_kept = np.isclose(numpy_of(y), kept, rtol=1e-5, atol=1e-5).all(axis=2)
+    is_dropped = np.isclose(numpy_of(y), dropped, rtol=1e-5, atol=1e-5).all(axis=2)
+    assert (is_kept | is_dropped).all()  # one draw per (sample, channel)
+    assert 0.15 < is_dropped.mean() < 0.45
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to((is_kept * a)[..., None], x.shape), rtol=1e-6)
+    m.eval()
+    assert m(x) is x
+    z = lg.randn(4, 3)
+    assert LF.feature_alpha_dropout(z, 1.0, True).abs().sum().item() == 0
+    for mod in (torch, lg):
+        with pytest.raises(ValueError):
+            mod.nn.functional.feature_alpha_dropout(mod.ones(3, 3), 1.5, True)
+        with pytest.raises(RuntimeError):
+            mod.nn.functional.feature_alpha_dropout(mod.ones(3), 0.5, True)
+
+
+# ---- Embedding, EmbeddingBag ---------------------------------------------------------------------
 
 def test_embedding_padding_idx_row_gets_no_gradient() -> None:
     emb = lg.nn.Embedding(5, 3, padding_idx=2)
@@ -601,6 +618,151 @@ def test_embedding_max_norm_renormalizes_like_torch() -> None:
 
 
 @needs_torch
+def test_position_embedding_gradient_matches_torch() -> None:
+    # pos(arange(L)) broadcast over a batch: the rows' gradients are the batch sums, one per row
+    L, d = 64, 16
+    w0 = RNG.standard_normal((L, d)).astype(np.float32)
+    tok0 = RNG.standard_normal((5, L, d)).astype(np.float32)
+    seed = RNG.standard_normal((5, L, d)).astype(np.float32)
+    grads = []
+    for T in (lg, torch):
+        emb = T.nn.Embedding(L, d)
+        with T.no_grad():
+            emb.weight.copy_(T.tensor(w0))
+        y = T.tensor(tok0) + emb(T.arange(L))
+        (y * T.tensor(seed)).sum().backward()
+        grads.append(emb.weight.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grads[0], seed.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def _bag_cases(n: int, seed: int) -> list[dict[str, Any]]:
+    r = random.Random(seed)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        num, dim = r.randint(1, 7), r.randint(1, 4)
+        mode = r.choice(["sum", "mean", "max"])
+        if r.random() < 0.3:
+            idx, offs, last = rng.integers(0, num, (r.randint(0, 4), r.randint(1, 4))), None, False
+        else:
+            m, nb = r.randint(0, 10), r.randint(1, 5)
+            idx = rng.integers(0, num, m)
+            offs = np.sort(rng.integers(0, m + 1, nb))
+            offs[0] = 0
+            last = r.random() < 0.4 and nb > 1
+            if last:  # (the CSR form: PyTorch's kernels disagree with each other past offsets[-1])
+                offs[-1] = m
+        psw = mode == "sum" and r.random() < 0.5
+        out.append(dict(num=num, dim=dim, idx=idx, offs=offs, mode=mode, include_last_offset=last, psw=psw,
+                        padding_idx=r.choice([None, None, 0, num - 1, -1])))
+    return out
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_embedding_bag_matches_torch(dtype: str) -> None:
+    rng = np.random.default_rng(7)
+    for c in _bag_cases(120, 8):
+        w = rng.standard_normal((c["num"], c["dim"])).astype(dtype)
+        psw = rng.standard_normal(c["idx"].shape).astype(dtype) if c["psw"] else None
+        tw, lw = torch.tensor(w, requires_grad=True), lg.tensor(w, requires_grad=True)
+        tp = torch.tensor(psw, requires_grad=True) if psw is not None else None
+        lp = lg.tensor(psw, requires_grad=True) if psw is not None else None
+        kw = dict(mode=c["mode"], include_last_offset=c["include_last_offset"], padding_idx=c["padding_idx"])
+        offs = c["offs"]
+        to = TF.embedding_bag(torch.tensor(c["idx"]), tw, None if offs is None else torch.tensor(offs),
+                              per_sample_weights=tp, **kw)
+        lo = LF.embedding_bag(lg.tensor(c["idx"]), lw, None if offs is None else lg.tensor(offs),
+                              per_sample_weights=lp, **kw)
+        assert tuple(lo.shape) == tuple(to.shape)
+        assert_close_by_dtype(numpy_of(lo), numpy_of(to), dtype, str(c))
+        if not to.numel():
+            continue
+        g = rng.standard_normal(tuple(to.shape)).astype(dtype)
+        to.backward(torch.tensor(g))
+        lo.backward(lg.tensor(g))
+        assert_close_by_dtype(lw.grad.numpy(), tw.grad.numpy(), dtype, str(c))
+        if psw is not None:
+            assert_close_by_dtype(lp.grad.numpy() if lp.grad is not None else np.zeros_like(psw), tp.grad.numpy(),
+                                  dtype)
+
+
+@needs_torch
+def test_embedding_bag_module_and_state_dict() -> None:
+    rng = np.random.default_rng(9)
+    for kw in [dict(mode="sum"), dict(mode="max", padding_idx=2), dict(include_last_offset=True)]:
+        lg.manual_seed(0)
+        tm, lm = torch.nn.EmbeddingBag(6, 3, **kw).double(), lg.nn.EmbeddingBag(6, 3, **kw).double()
+        assert repr(lm) == repr(tm)
+        if "padding_idx" in kw:
+            assert not lm.weight.detach().numpy()[2].any()
+        lm.load_state_dict(state_to_lg(tm.state_dict()))
+        idx, offs = rng.integers(0, 6, 9), np.array([0, 3, 3, 9] if kw.get("include_last_offset") else [0, 4, 4])
+        to, lo = tm(torch.tensor(idx), torch.tensor(offs)), lm(lg.tensor(idx), lg.tensor(offs))
+        assert_close_by_dtype(numpy_of(lo), numpy_of(to), "float64")
+        to.sum().backward()
+        lo.sum().backward()
+        assert_close_by_dtype(lm.weight.grad.numpy(), tm.weight.grad.numpy(), "float64")
+        tm2 = torch.nn.EmbeddingBag(6, 3, **kw).double()
+        tm2.load_state_dict(state_to_torch(lm.state_dict()))
+        assert_close_by_dtype(numpy_of(tm2.weight), numpy_of(lm.weight), "float64")
+
+
+@needs_torch
+def test_embedding_bag_from_pretrained() -> None:
+    w = np.random.default_rng(10).standard_normal((5, 2))
+    for freeze in [True, False]:
+        tm = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(w), freeze=freeze, mode="max")
+        lm = lg.nn.EmbeddingBag.from_pretrained(lg.tensor(w), freeze=freeze, mode="max")
+        assert lm.weight.requires_grad == tm.weight.requires_grad == (not freeze)
+        x = np.array([[0, 4], [3, 3], [1, 2]])
+        assert_close_by_dtype(numpy_of(lm(lg.tensor(x))), numpy_of(tm(torch.tensor(x))), "float64")
+    with pytest.raises(AssertionError):
+        lg.nn.EmbeddingBag.from_pretrained(lg.ones(5))
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [
+    lambda F, t, w: F.embedding_bag(t.tensor([[0, 1]]), w, t.tensor([0])),  # 2-D input with offsets
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w),  # 1-D input without offsets
+    lambda F, t, w: F.embedding_bag(t.tensor([[[0]]]), w),  # 3-D input
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([0]), mode="median"),
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([0]), per_sample_weights=t.ones(2, dtype=w.dtype)),
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([0]), mode="sum", per_sample_weights=t.ones(3)),
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([0]), mode="max", scale_grad_by_freq=True),
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([1]), mode="sum"),  # offsets[0] != 0
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w, t.tensor([0, 5]), mode="sum"),  # offsets past the end
+    lambda F, t, w: F.embedding_bag(t.tensor([0.0, 1.0]), w, t.tensor([0]), mode="sum"),  # float indices
+    lambda F, t, w: F.embedding_bag(t.tensor([0, 1]), w[0], t.tensor([0])),  # 1-D weight
+])
+def test_embedding_bag_errors_match_torch(call: Any) -> None:
+    with pytest.raises(Exception) as te:
+        call(TF, torch, torch.ones(4, 2, dtype=torch.float64))
+    lw = lg.ones(4, 2, dtype=lg.float64)
+    with pytest.raises(type(te.value)):
+        call(LF, lg, lw)
+
+
+@needs_torch
+def test_embedding_bag_max_norm_renormalises_before_errors_none() -> None:
+    w = np.random.default_rng(11).standard_normal((5, 3)) * 3
+    tw, lw = torch.tensor(w), lg.tensor(w)
+    idx = np.array([0, 2, 2, 4])
+    to = TF.embedding_bag(torch.tensor(idx), tw, torch.tensor([0, 1]), max_norm=1.0, mode="sum")
+    lo = LF.embedding_bag(lg.tensor(idx), lw, lg.tensor([0, 1]), max_norm=1.0, mode="sum")
+    assert_close_by_dtype(numpy_of(lo), numpy_of(to), "float64")
+    assert_close_by_dtype(lw.numpy(), tw.numpy(), "float64")  # the used rows were rescaled in place, as PyTorch
+    before = lw.numpy().copy()
+    with pytest.raises(NotImplementedError):  # a bad call changes nothing
+        LF.embedding_bag(lg.tensor(idx), lw, lg.tensor([0, 1]), max_norm=0.1, mode="mean",
+                         per_sample_weights=lg.ones(4, dtype=lg.float64))
+    np.testing.assert_array_equal(lw.numpy(), before)
+
+
+# ---- normalization: batch norm, layer norm (its backward by blocks of rows), instance norms ------
+
+@needs_torch
 def test_batchnorm_running_stats_over_steps() -> None:
     for momentum in (0.1, None):
         tm, lm = torch.nn.BatchNorm2d(3, momentum=momentum), lg.nn.BatchNorm2d(3, momentum=momentum)
@@ -624,6 +786,186 @@ def test_batchnorm_errors_leave_state_unchanged() -> None:
     assert int(bn.num_batches_tracked) == 0
     np.testing.assert_array_equal(bn.running_mean.numpy(), 0)
 
+
+def _ln(T: Any, x: Any, w: Any, b: Any) -> Any:
+    return T.nn.functional.layer_norm(x, (x.shape[-1],), w, b)
+
+
+def _ln_plain(T: Any, x: Any) -> Any:
+    return T.nn.functional.layer_norm(x, (x.shape[-1],))
+
+
+# (3, 300, 40): 900 rows, more than one block of rows (the last one partial)
+@needs_torch
+@pytest.mark.parametrize("shape", [(3, 300, 40), (5, 7)], ids=["blocks", "one_block"])
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "retained"])
+def test_layer_norm_gradients_match_torch(shape: tuple[int, ...], twice: bool) -> None:
+    x0 = (RNG.standard_normal(shape) * 3 + 5).astype(np.float32)  # a mean far from 0
+    w0, b0 = RNG.standard_normal(shape[-1:]).astype(np.float32), RNG.standard_normal(shape[-1:]).astype(np.float32)
+    seed = RNG.standard_normal(shape).astype(np.float32)
+    ours = outputs_and_grads(lg, _ln, [x0, w0, b0], seed, twice=twice)
+    theirs = outputs_and_grads(torch, _ln, [x0, w0, b0], seed)
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o, t, rtol=1e-4, atol=2e-5)
+
+
+@needs_torch
+def test_layer_norm_without_affine_matches_finite_differences() -> None:
+    x0 = RNG.standard_normal((600, 8))  # float64, 600 rows: several blocks
+    seed = RNG.standard_normal((600, 8))
+    x = lg.tensor(x0, requires_grad=True)
+    (lg.nn.functional.layer_norm(x, (8,)) * lg.tensor(seed)).sum().backward()
+
+    def loss(a: np.ndarray) -> float:
+        return float((lg.nn.functional.layer_norm(lg.tensor(a), (8,)) * lg.tensor(seed)).sum().item())
+    eps = 1e-6
+    for i, j in [(0, 0), (311, 5), (599, 7)]:
+        d = np.zeros_like(x0)
+        d[i, j] = eps
+        fd = (loss(x0 + d) - loss(x0 - d)) / (2 * eps)
+        np.testing.assert_allclose(x.grad.numpy()[i, j], fd, rtol=1e-5, atol=1e-7)
+
+
+# (3, 700, 128): 2100 rows, five blocks of rows, the last one partial
+@needs_torch
+@pytest.mark.parametrize("need", [[True, True, True], [True, False, False], [False, True, True], [False, True, False]],
+                         ids=["all", "input_only", "affine_only", "weight_only"])
+def test_layer_norm_backward_blocks_match_torch(need: list[bool]) -> None:
+    shape = (3, 700, 128)
+    x0 = (RNG.standard_normal(shape) * 3 + 5).astype(np.float32)  # a mean far from 0
+    w0, b0 = RNG.standard_normal(128).astype(np.float32), RNG.standard_normal(128).astype(np.float32)
+    seed = RNG.standard_normal(shape).astype(np.float32)
+    ours = outputs_and_grads(lg, _ln, [x0, w0, b0], seed, need)
+    theirs = outputs_and_grads(torch, _ln, [x0, w0, b0], seed, need)
+    for o, t in zip(ours, theirs):
+        if t is None:
+            assert o is None
+        else:
+            np.testing.assert_allclose(o, t, rtol=1e-4, atol=5e-5)
+
+
+@needs_torch
+def test_layer_norm_without_affine_over_blocks_matches_finite_differences() -> None:
+    x0 = RNG.standard_normal((9000, 16))  # float64, 9000 rows: two blocks, the last one partial
+    seed = RNG.standard_normal((9000, 16))
+    x = lg.tensor(x0, requires_grad=True)
+    (_ln_plain(lg, x) * lg.tensor(seed)).sum().backward()
+
+    def loss(a: np.ndarray) -> float:
+        return float((_ln_plain(lg, lg.tensor(a)) * lg.tensor(seed)).sum().item())
+    eps = 1e-6
+    for i, j in [(0, 0), (4100, 5), (8999, 15)]:
+        d = np.zeros_like(x0)
+        d[i, j] = eps
+        fd = (loss(x0 + d) - loss(x0 - d)) / (2 * eps)
+        np.testing.assert_allclose(x.grad.numpy()[i, j], fd, rtol=1e-5, atol=1e-7)
+
+
+@needs_torch
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_double_backward(affine: bool) -> None:
+    rng = np.random.default_rng(0)
+    x, w, b, r = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal((3, 4))
+    results = []
+    for T in (lg, torch):
+        xt = T.tensor(x, requires_grad=True)
+        wt, bt = (T.tensor(w, requires_grad=True), T.tensor(b, requires_grad=True)) if affine else (None, None)
+        y = T.nn.functional.layer_norm(xt, (4,), wt, bt)
+        (g,) = T.autograd.grad((y * T.tensor(r)).sum(), xt, create_graph=True)
+        (g * g).sum().backward()
+        results.append([xt.grad.numpy()] + ([wt.grad.numpy()] if affine else []))
+    for a, e in zip(*results):
+        np.testing.assert_allclose(a, e, rtol=1e-7, atol=1e-10)
+
+
+@needs_torch
+@pytest.mark.parametrize("cls, nd", [("InstanceNorm1d", 1), ("InstanceNorm2d", 2), ("InstanceNorm3d", 3)])
+@pytest.mark.parametrize("affine, track, momentum", [(False, False, 0.1), (True, False, 0.1), (True, True, 0.3),
+                                                     (False, True, None)])
+def test_instance_norm_matches_torch(cls: str, nd: int, affine: bool, track: bool, momentum: Any) -> None:
+    rng = np.random.default_rng(12)
+    kw = dict(affine=affine, track_running_stats=track, momentum=momentum)
+    tm, lm = getattr(torch.nn, cls)(3, **kw).double(), getattr(lg.nn, cls)(3, **kw).double()
+    assert list(lm.state_dict()) == list(tm.state_dict()) and repr(lm) == repr(tm)
+    if affine:
+        with torch.no_grad():
+            tm.weight.normal_()
+            tm.bias.normal_()
+    lm.load_state_dict(state_to_lg(tm.state_dict()))
+    for train, batched in [(True, True), (True, False), (False, True), (True, True), (False, False)]:
+        tm.train(train)
+        lm.train(train)
+        x = rng.standard_normal(((2,) if batched else ()) + (3,) + (4,) * nd)
+        tx, lx = torch.tensor(x, requires_grad=True), lg.tensor(x, requires_grad=True)
+        to, lo = tm(tx), lm(lx)
+        g = rng.standard_normal(tuple(to.shape))
+        to.backward(torch.tensor(g))
+        lo.backward(lg.tensor(g))
+        assert_close_by_dtype(numpy_of(lo), numpy_of(to), "float64")
+        assert_close_by_dtype(lx.grad.numpy(), tx.grad.numpy(), "float64")
+        for k, v in tm.state_dict().items():
+            assert_close_by_dtype(lm.state_dict()[k].numpy(), v.numpy(), "float64", k)
+        for name, p in tm.named_parameters():
+            assert_close_by_dtype(getattr(lm, name).grad.numpy(), p.grad.numpy(), "float64", name)
+
+
+def test_instance_norm3d_input_checks() -> None:
+    m = lg.nn.InstanceNorm3d(3, affine=True)
+    with pytest.raises(ValueError, match="expected 4D or 5D input"):
+        m(lg.randn(3, 4, 4))
+    with pytest.raises(ValueError, match="num_features"):
+        m(lg.randn(2, 4, 2, 2, 2))
+    with pytest.raises(ValueError, match="num_features"):
+        m(lg.randn(4, 2, 2, 2))
+
+
+# ---- distances and local response norm in float64 and float32 ------------------------------------
+
+@needs_torch
+class TestDistancesAndLocalResponseNorm:
+    """Cosine similarity, pairwise distance, pdist and local response norm in float64 (tight) and
+    float32 against PyTorch (the both-precisions table: see helpers.check_case_in_precision), and
+    their errors with PyTorch's types and messages."""
+
+    PRECISION_CASES: list[Case] = [
+        # distances and normalisation
+        ("cosine_similarity", lambda T, a, b: T.nn.CosineSimilarity()(a, b), [G(4, 5), G(4, 5)], True),
+        ("cosine_similarity_d0", lambda T, a, b: T.nn.CosineSimilarity(dim=0, eps=1e-6)(a, b), [G(3, 2, 4), G(3, 2, 4)],
+         False),
+        ("pairwise_distance", lambda T, a, b: T.nn.PairwiseDistance()(a, b), [G(4, 5), G(4, 5)], True),
+        ("pairwise_distance_p1", lambda T, a, b: T.nn.PairwiseDistance(p=1.0, keepdim=True)(a, b),
+         [G(4, 5, away=True), G(4, 5)], False),
+        ("pairwise_distance_p3", lambda T, a, b: T.nn.PairwiseDistance(p=3.0, eps=1e-3)(a, b), [G(4, 5), G(5)], False),
+        ("pdist", lambda T, x: T.nn.functional.pdist(x), [G(5, 3)], True),
+        ("pdist_p1", lambda T, x: T.nn.functional.pdist(x, p=1), [G(4, 3)], True),
+        ("pdist_p3", lambda T, x: T.nn.functional.pdist(x, 3.0), [G(4, 3)], True),
+        ("pdist_inf", lambda T, x: T.nn.functional.pdist(x, float("inf")), [G(4, 3)], True),
+        ("pdist_dup_rows_ties", lambda T, x: [T.nn.functional.pdist(x, p) for p in (2.0, 1.0, 3.0, 0.5, 0.0,
+                                                                                  float("inf"))],
+         [GV([[1.0, 2.0], [1.0, 2.0], [0.0, 1.0], [3.0, -1.0]])], False),
+        ("pdist_one_row", lambda T, x: T.nn.functional.pdist(x), [G(1, 3)], False),
+        ("lrn_3d", lambda T, x: T.nn.LocalResponseNorm(3)(x), [G(2, 5, 4)], True),
+        ("lrn_4d", lambda T, x: T.nn.LocalResponseNorm(2, alpha=0.1, beta=0.5, k=2.0)(x), [G(2, 5, 3, 3)], True),
+        ("lrn_5d", lambda T, x: T.nn.functional.local_response_norm(x, 4, 0.3, 0.9, 1.5), [G(1, 6, 2, 2, 2)], False),
+    ]
+
+    MESSAGE_ERRORS: list[tuple[str, Callable[[Any], Any]]] = [
+        ("pdist_3d", lambda T: T.nn.functional.pdist(T.zeros(2, 3, 4))),
+        ("pdist_neg_p", lambda T: T.nn.functional.pdist(T.zeros(3, 4), p=-1)),
+        ("lrn_2d", lambda T: T.nn.functional.local_response_norm(T.zeros(3, 4), 2)),
+    ]
+
+    @pytest.mark.parametrize("name,fn,specs,fd", PRECISION_CASES, ids=[c[0] for c in PRECISION_CASES])
+    @pytest.mark.parametrize("precision", ["float64", "float32"])
+    def test_against_torch(self, name: str, fn: Callable[..., Any], specs: list[Any], fd: bool, precision: str) -> None:
+        check_case_in_precision(name, fn, specs, fd, precision)
+
+    @pytest.mark.parametrize("name,call", MESSAGE_ERRORS, ids=[e[0] for e in MESSAGE_ERRORS])
+    def test_errors_match_torch(self, name: str, call: Callable[[Any], Any]) -> None:
+        assert_error_like_torch(name, call, set())
+
+
+# ---- errors, one_hot -----------------------------------------------------------------------------
 
 @needs_torch
 @pytest.mark.parametrize("call", [
@@ -668,53 +1010,7 @@ def test_one_hot_matches_torch() -> None:
     assert out.dtype == lg.int64 and tuple(out.shape) == (2, 2, 6)
 
 
-# ---- nn.init and nn.utils ----------------------------------------------------------------------
-
-@needs_torch
-def test_init_statistics_and_gain() -> None:
-    lg.manual_seed(0)
-    w = lg.empty(400, 300)
-    for name in ("linear", "relu", "tanh", "selu", "sigmoid"):
-        assert lg.nn.init.calculate_gain(name) == pytest.approx(torch.nn.init.calculate_gain(name))
-    assert lg.nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(torch.nn.init.calculate_gain("leaky_relu", 0.2))
-    assert lg.nn.init._calculate_fan_in_and_fan_out(lg.empty(8, 3, 5, 5)) == \
-        torch.nn.init._calculate_fan_in_and_fan_out(torch.empty(8, 3, 5, 5))
-    lg.nn.init.kaiming_uniform_(w, a=5 ** 0.5)
-    bound = np.sqrt(1 / 300)  # gain sqrt(2 / 6) * sqrt(3 / fan_in)
-    a = w.numpy()
-    assert np.abs(a).max() <= bound and np.abs(a).max() > 0.99 * bound
-    lg.nn.init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu")
-    assert w.numpy().std() == pytest.approx(np.sqrt(2 / 400), rel=0.02)
-    lg.nn.init.xavier_uniform_(w, gain=2.0)
-    assert np.abs(w.numpy()).max() <= 2.0 * np.sqrt(6 / 700)
-    lg.nn.init.xavier_normal_(w)
-    assert w.numpy().std() == pytest.approx(np.sqrt(2 / 700), rel=0.02)
-    lg.nn.init.trunc_normal_(w, std=2.0, a=-1.0, b=1.5)
-    assert w.numpy().min() >= -1.0 and w.numpy().max() <= 1.5
-    lg.nn.init.orthogonal_(w)
-    np.testing.assert_allclose(w.numpy().T @ w.numpy(), np.eye(300), atol=1e-4)
-    lg.nn.init.eye_(w)
-    np.testing.assert_array_equal(w.numpy(), np.eye(400, 300))
-    lg.nn.init.constant_(w, 0.3)
-    np.testing.assert_allclose(w.numpy(), 0.3)
-    k = lg.empty(4, 2, 3, 3)
-    lg.nn.init.dirac_(k, groups=2)
-    tk = torch.empty(4, 2, 3, 3)
-    torch.nn.init.dirac_(tk, groups=2)
-    np.testing.assert_array_equal(k.numpy(), tk.numpy())
-    with pytest.raises(ValueError):
-        lg.nn.init.calculate_gain("nope")
-    with pytest.raises(ValueError):
-        lg.nn.init.xavier_uniform_(lg.empty(3))
-
-
-def test_init_modifies_in_place_without_graph() -> None:
-    lin = lg.nn.Linear(3, 2)
-    w = lin.weight
-    ptr = w.data_ptr()
-    lg.nn.init.normal_(w)  # a leaf that requires grad: allowed because init runs under no_grad
-    assert lin.weight is w and w.data_ptr() == ptr and w.grad_fn is None and w.requires_grad
-
+# ---- default inits, linear's double backward -----------------------------------------------------
 
 @needs_torch
 def test_default_init_distributions_match_torch_bounds() -> None:
@@ -733,50 +1029,22 @@ def test_default_init_distributions_match_torch_bounds() -> None:
 
 
 @needs_torch
-@pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.0, float("inf")])
-def test_clip_grad_norm_matches_torch(norm_type: float) -> None:
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (4,)])
+def test_linear_double_backward(shape: tuple[int, ...]) -> None:
     rng = np.random.default_rng(0)
-    gs = [rng.standard_normal(s) for s in [(3, 4), (5,), (2, 2)]]
-    lps = [lg.nn.Parameter(lg.zeros(*g.shape, dtype=lg.float64)) for g in gs]
-    tps = [torch.nn.Parameter(torch.zeros(*g.shape, dtype=torch.float64)) for g in gs]
-    for lp, tp, g in zip(lps, tps, gs):
-        lp.grad, tp.grad = lg.tensor(g), torch.tensor(g)
-    buf = lps[0].grad
-    ln = lg.nn.utils.clip_grad_norm_(lps, 1.5, norm_type)
-    tn = torch.nn.utils.clip_grad_norm_(tps, 1.5, norm_type)
-    assert isinstance(ln, lg.Tensor)
-    np.testing.assert_allclose(ln.item(), tn.item(), rtol=1e-10)
-    for lp, tp in zip(lps, tps):
-        np.testing.assert_allclose(lp.grad.numpy(), tp.grad.numpy(), rtol=1e-10)
-    assert lps[0].grad is buf  # clipped in place
+    x, w, b = rng.standard_normal(shape), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    results = []
+    for T in (lg, torch):
+        xt, wt, bt = (T.tensor(a, requires_grad=True) for a in (x, w, b))
+        y = T.nn.functional.linear(xt, wt, bt)
+        gx, gw = T.autograd.grad((y * y).sum(), (xt, wt), create_graph=True)
+        ((gx * gx).sum() + (gw * gw).sum()).backward()
+        results.append([xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
+    for a, e in zip(*results):
+        np.testing.assert_allclose(a, e, rtol=1e-7, atol=1e-10)
 
 
-def test_clip_grad_errors_and_value() -> None:
-    p = lg.nn.Parameter(lg.zeros(3))
-    p.grad = lg.tensor([1.0, float("inf"), -3.0])
-    with pytest.raises(RuntimeError, match="non-finite"):
-        lg.nn.utils.clip_grad_norm_([p], 1.0, error_if_nonfinite=True)
-    p.grad = lg.tensor([0.5, -3.0, 2.0])
-    lg.nn.utils.clip_grad_value_(p, 1.0)
-    np.testing.assert_array_equal(p.grad.numpy(), [0.5, -1.0, 1.0])
-    assert lg.nn.utils.clip_grad_norm_([lg.nn.Parameter(lg.zeros(2))], 1.0).item() == 0.0
-
-
-def test_parameters_vector_round_trip() -> None:
-    m = lg.nn.Sequential(lg.nn.Linear(3, 2), lg.nn.Linear(2, 1))
-    params = list(m.parameters())
-    vec = lg.nn.utils.parameters_to_vector(m.parameters())
-    assert tuple(vec.shape) == (sum(p.numel() for p in params),)
-    new = lg.arange(vec.numel(), dtype=lg.float32)
-    ptrs = [p.data_ptr() for p in params]
-    lg.nn.utils.vector_to_parameters(new, m.parameters())
-    np.testing.assert_array_equal(lg.nn.utils.parameters_to_vector(m.parameters()).detach().numpy(), new.numpy())
-    assert [p.data_ptr() for p in m.parameters()] == ptrs
-    with pytest.raises(TypeError):
-        lg.nn.utils.vector_to_parameters(new.numpy(), m.parameters())
-
-
-# ---- end to end --------------------------------------------------------------------------------
+# ---- end to end ----------------------------------------------------------------------------------
 
 def test_mlp_trains_with_hand_written_sgd() -> None:
     """A 2-16-3 MLP on three Gaussian blobs: cross-entropy falls below 0.15 within 150 SGD steps."""
@@ -801,55 +1069,3 @@ def test_mlp_trains_with_hand_written_sgd() -> None:
     assert final < 0.15 < first
     acc = (model(X).argmax(1) == Y).float().mean().item()
     assert acc > 0.95
-
-
-@needs_torch
-@pytest.mark.parametrize("kw", [{}, {"weight": [0.5, 2.0, 1.0, 1.5], "ignore_index": 1}, {"label_smoothing": 0.2},
-                                {"reduction": "none"}])
-def test_cross_entropy_double_backward(kw: dict) -> None:
-    """Gradient of a gradient (create_graph) through cross-entropy, as a gradient penalty uses it."""
-    rng = np.random.default_rng(0)
-    x, t = rng.standard_normal((5, 4)), np.array([0, 1, 3, 1, 2])
-    results = []
-    for T in (lg, torch):
-        args = {k: (T.tensor(np.asarray(v, np.float64)) if k == "weight" else v) for k, v in kw.items()}
-        xt = T.tensor(x, requires_grad=True)
-        loss = T.nn.functional.cross_entropy(xt, T.tensor(t), **args).sum()
-        (g,) = T.autograd.grad(loss, xt, create_graph=True)
-        (g * g).sum().backward()
-        results.append((g.detach().numpy(), xt.grad.numpy()))
-    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-7, atol=1e-10)
-    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-7, atol=1e-10)
-
-
-@needs_torch
-@pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm_double_backward(affine: bool) -> None:
-    rng = np.random.default_rng(0)
-    x, w, b, r = rng.standard_normal((3, 4)), rng.standard_normal(4), rng.standard_normal(4), rng.standard_normal((3, 4))
-    results = []
-    for T in (lg, torch):
-        xt = T.tensor(x, requires_grad=True)
-        wt, bt = (T.tensor(w, requires_grad=True), T.tensor(b, requires_grad=True)) if affine else (None, None)
-        y = T.nn.functional.layer_norm(xt, (4,), wt, bt)
-        (g,) = T.autograd.grad((y * T.tensor(r)).sum(), xt, create_graph=True)
-        (g * g).sum().backward()
-        results.append([xt.grad.numpy()] + ([wt.grad.numpy()] if affine else []))
-    for a, e in zip(*results):
-        np.testing.assert_allclose(a, e, rtol=1e-7, atol=1e-10)
-
-
-@needs_torch
-@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (4,)])
-def test_linear_double_backward(shape: tuple[int, ...]) -> None:
-    rng = np.random.default_rng(0)
-    x, w, b = rng.standard_normal(shape), rng.standard_normal((5, 4)), rng.standard_normal(5)
-    results = []
-    for T in (lg, torch):
-        xt, wt, bt = (T.tensor(a, requires_grad=True) for a in (x, w, b))
-        y = T.nn.functional.linear(xt, wt, bt)
-        gx, gw = T.autograd.grad((y * y).sum(), (xt, wt), create_graph=True)
-        ((gx * gx).sum() + (gw * gw).sum()).backward()
-        results.append([xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
-    for a, e in zip(*results):
-        np.testing.assert_allclose(a, e, rtol=1e-7, atol=1e-10)

@@ -1,4 +1,6 @@
-"""nn.TransformerEncoderLayer / Encoder / DecoderLayer / Decoder / Transformer against PyTorch:
+"""nn.Transformer and its encoder and decoder layers and stacks against PyTorch.
+
+nn.TransformerEncoderLayer / Encoder / DecoderLayer / Decoder / Transformer against PyTorch:
 weights copied through state_dict (both ways), outputs and every gradient compared in float64 and
 float32 over the mask kinds, parameter layout and init, dropout in train and eval, PyTorch's
 error types, and a tiny encoder trained end to end on a copy task."""

@@ -1,4 +1,6 @@
-"""Checkpoints: round trips, the documented format and checksum, corruption, pickle refusal, PyTorch
+"""Checkpoints (lightgrad.save and load): round trips, format, integrity, safety, PyTorch interchange.
+
+Round trips, the documented format and checksum, corruption, pickle refusal, PyTorch
 interchange, atomic saves and bit-exact resumption in a fresh process."""
 
 from __future__ import annotations

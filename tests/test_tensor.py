@@ -1,16 +1,22 @@
-"""Tensor API behaviour: creation, dtypes and promotion, interop, printing, devices."""
+"""Tensor API behaviour: creation, dtypes and promotion, interop, printing, devices, shape functions.
+
+Also the dtype information (finfo, iinfo, Size), the legacy constructor, sampling methods, and
+the operators that write into a temporary operand's array when nothing else can see it."""
 
 from __future__ import annotations
 
 import itertools
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-from helpers import torch
+from helpers import assert_like_torch, needs_torch, torch
 
 import lightgrad as lg
-
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed")
+from lightgrad import function as F
 
 
 def test_default_dtypes() -> None:
@@ -161,51 +167,6 @@ def test_clone_and_contiguous() -> None:
     assert x[0, 0].item() == 0
     t = x.T
     assert not t.is_contiguous() and t.contiguous().is_contiguous()
-
-
-# (make the base, the view's shape, whether the strides allow a view): view never copies
-_VIEWS = [
-    (lambda T: T.arange(12.0).reshape(3, 4).t(), (12,), False),
-    (lambda T: T.arange(12.0).reshape(3, 4).t(), (2, 6), False),
-    (lambda T: T.arange(12.0).reshape(3, 4).t(), (4, 3), True),
-    (lambda T: T.arange(12.0).reshape(3, 4).t(), (4, 3, 1), True),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4).permute(1, 0, 2), (3, 8), False),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4).permute(1, 0, 2), (6, 4), False),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, 1:], (4, 4), False),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :, :2], (2, 3, 2, 1), True),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :, ::2], (12,), True),  # (strides 12, 4, 2: one run)
-    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :2, ::2], (8,), False),
-    (lambda T: T.arange(24.0).reshape(2, 3, 4)[:, :2, ::2], (2, 4), True),
-    (lambda T: T.arange(24.0).reshape(4, 6)[1:3], (3, 4), True),
-    (lambda T: T.arange(24.0).reshape(2, 12), (-1, 3), True),
-]
-
-
-@pytest.mark.parametrize("make,shape,ok", _VIEWS)
-def test_view_is_a_view_or_raises(make, shape, ok) -> None:
-    a = make(lg)
-    if not ok:
-        with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
-            a.view(shape)
-        assert a.reshape(shape).shape == a.reshape(-1).reshape(shape).shape  # reshape copies instead
-    else:
-        v = a.view(shape)
-        v.fill_(-1.0)  # writes through the view reach the base
-        assert (a.numpy() == -1.0).all()
-    if torch is not None:  # the same cases view (or raise) in PyTorch
-        ta = make(torch)
-        if ok:
-            assert ta.view(shape).data_ptr() == ta.data_ptr()
-        else:
-            with pytest.raises(RuntimeError, match="view size is not compatible"):
-                ta.view(shape)
-
-
-def test_view_as_views_and_reshape_as_copies() -> None:
-    a = lg.arange(6.0).reshape(2, 3).t()
-    with pytest.raises(RuntimeError, match="view size is not compatible"):
-        a.view_as(lg.zeros(6))
-    assert a.reshape_as(lg.zeros(6)).tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
 
 
 @needs_torch
@@ -392,3 +353,373 @@ def test_functional_namespace() -> None:
     assert lg.maximum(x, lg.zeros(2)).tolist() == [[1.0, 0.0], [3.0, 4.0]]
     assert lg.where(x > 0, x, lg.zeros(1)).tolist() == [[1.0, 0.0], [3.0, 4.0]]
     assert lg.is_tensor(x) and lg.numel(x) == 4
+
+
+# ---- dtype information: finfo, iinfo, Size -------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("name", ["float16", "float32", "float64", None])
+def test_finfo_matches_torch(name: Any) -> None:
+    a = lg.finfo(getattr(lg, name)) if name else lg.finfo()
+    b = torch.finfo(getattr(torch, name)) if name else torch.finfo()
+    assert repr(a) == repr(b)
+    for k in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(a, k) == getattr(b, k), k
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo_matches_torch(name: str) -> None:
+    a, b = lg.iinfo(getattr(lg, name)), torch.iinfo(getattr(torch, name))
+    assert repr(a) == repr(b) and (a.bits, a.max, a.min, a.dtype) == (b.bits, b.max, b.min, b.dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("call", [lambda T: T.finfo(T.int32), lambda T: T.iinfo(T.float32), lambda T: T.iinfo(T.bool)])
+def test_finfo_and_iinfo_refuse_other_kinds_as_torch(call: Callable[[Any], Any]) -> None:
+    msgs = []
+    for T in (torch, lg):
+        with pytest.raises(TypeError) as e:
+            call(T)
+        msgs.append(str(e.value))
+    assert msgs[1] == msgs[0]
+
+
+@needs_torch
+def test_size_arithmetic_stays_a_size() -> None:
+    for make in (lambda s: s + (5,), lambda s: (1,) + s, lambda s: s * 2, lambda s: 2 * s):
+        a, b = make(lg.Size([2, 3, 4])), make(torch.Size([2, 3, 4]))
+        assert type(a) is lg.Size and type(b) is torch.Size and tuple(a) == tuple(b)
+    assert type(lg.Size([2, 3])[0]) is int
+
+
+@needs_torch
+def test_number_dtype_rules() -> None:
+    i32 = np.array([1, 2, 3], np.int32)
+    cases = [
+        (lambda T: T.ldexp(T.tensor(i32), T.tensor([2, 0, 1])), "ldexp int"),
+        (lambda T: T.ldexp(T.tensor([1.0, 2.0], dtype=T.float64), T.tensor([2, 1])), "ldexp double"),
+        (lambda T: T.frexp(T.tensor([3.0, -0.5, 0.0, 1e-30]))[1], "frexp exponent"),
+        (lambda T: T.frexp(T.tensor([3.0, -0.5], dtype=T.float64)).mantissa, "frexp mantissa"),
+        (lambda T: T.nextafter(T.tensor([1.0, 0.0]), T.tensor([2.0, -1.0])), "nextafter"),
+        (lambda T: T.vander(T.tensor(i32), 4), "vander int32"),
+        (lambda T: T.vander(T.tensor([True, False])), "vander bool"),
+        (lambda T: T.cov(T.tensor([[1, 2, 4], [0, 3, 3]])), "cov int"),
+        (lambda T: T.trapezoid(T.tensor([1, 2, 4])), "trapezoid int"),
+        (lambda T: T.tensor(i32).argwhere(), "argwhere"),
+        (lambda T: T.ones(2, 3, dtype=T.float64).new([1, 2]), "new data"),
+        (lambda T: T.tensor(i32).sum_to_size(1), "sum_to_size int"),
+    ]
+    for fn, what in cases:
+        lo, to = fn(lg), fn(torch)
+        assert lo.dtype.name == str(to.dtype).replace("torch.", ""), what
+        np.testing.assert_allclose(lo.numpy(), to.numpy(), rtol=1e-6, err_msg=what)
+
+
+# ---- the legacy constructor, small methods, sampling methods -------------------------------------
+
+@needs_torch
+def test_new_legacy_constructor() -> None:
+    x = lg.ones(2, 3, dtype=lg.float64)
+    for args in [(), (4,), (2, 5), ((3, 1),)]:
+        r = x.new(*(lg.Size(a) if isinstance(a, tuple) else a for a in args))
+        t = torch.ones(2, 3).new(*(torch.Size(a) if isinstance(a, tuple) else a for a in args))
+        assert r.dtype == lg.float64 and tuple(r.shape) == tuple(t.shape), args
+
+
+@needs_torch
+def test_small_tensor_methods_match_torch() -> None:
+    x0 = np.arange(12.0).reshape(3, 4) - 5
+    for name, f in [("adjoint", lambda T, x: x.adjoint()), ("narrow_copy", lambda T, x: x.narrow_copy(1, 1, 2)),
+                    ("hardshrink", lambda T, x: x.hardshrink(2.5)),
+                    ("prelu", lambda T, x: x.prelu(T.tensor([0.25], dtype=x.dtype))),
+                    ("combinations", lambda T, x: T.combinations(x[0], 3)),
+                    ("combinations_repl", lambda T, x: T.combinations(x[1], 2, with_replacement=True)),
+                    ("combinations_empty", lambda T, x: T.combinations(x[0, :2], 3))]:
+        out = [f(T, T.tensor(x0)) for T in (torch, lg)]
+        assert tuple(out[1].shape) == tuple(out[0].shape), name
+        np.testing.assert_array_equal(out[1].numpy(), out[0].numpy(), err_msg=name)
+    assert lg.ones(2).get_device() == torch.ones(2).get_device() and not lg.ones(1).is_inference()
+    with pytest.raises(RuntimeError, match="Expect a 1D vector"):
+        lg.combinations(lg.ones(2, 2))
+
+
+def test_sampling_methods_draw_from_their_distributions() -> None:
+    lg.manual_seed(0)
+    p = lg.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    assert p.multinomial(2, replacement=True).tolist() == [[2, 2], [0, 0]]
+    b = lg.full((20000,), 0.25).bernoulli()
+    assert abs(b.mean().item() - 0.25) < 0.02
+    ln = lg.empty(20000, dtype=lg.float64).log_normal_(0.0, 0.5)
+    assert abs(ln.log().std().item() - 0.5) < 0.02
+    c = lg.empty(20001, dtype=lg.float64).cauchy_(3.0, 2.0)
+    assert abs(c.median().item() - 3.0) < 0.1
+    g = lg.empty(20000, dtype=lg.float64).geometric_(0.5)
+    assert g.min().item() >= 1 and abs(g.mean().item() - 2.0) < 0.05
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        lg.ones(3, requires_grad=True).cauchy_()
+
+
+# ---- shape functions -----------------------------------------------------------------------------
+
+@needs_torch
+@pytest.mark.parametrize("row,col,offset", [(3, 3, 0), (4, 3, 1), (3, 5, -2), (0, 3, 0), (2, 2, 5)])
+def test_tri_indices(row: int, col: int, offset: int) -> None:
+    for name in ("tril_indices", "triu_indices"):
+        assert_like_torch(getattr(lg, name)(row, col, offset), getattr(torch, name)(row, col, offset))
+    assert_like_torch(lg.tril_indices(row, col, offset, dtype=lg.int32), torch.tril_indices(row, col, offset,
+                                                                                            dtype=torch.int32))
+
+
+@needs_torch
+def test_atleast_and_stacks() -> None:
+    xs = [np.array(1.5), np.arange(3.0), np.ones((2, 2)), np.ones((2, 1, 2))]
+    for name in ("atleast_1d", "atleast_2d", "atleast_3d"):
+        f, g = getattr(lg, name), getattr(torch, name)
+        for x in xs:
+            assert_like_torch(f(lg.tensor(x)), g(torch.tensor(x)))
+        lo, to = f(*[lg.tensor(x) for x in xs]), g(*[torch.tensor(x) for x in xs])
+        assert isinstance(lo, tuple) and len(lo) == len(to)
+        for a, b in zip(lo, to):
+            assert_like_torch(a, b)
+        lo1, to1 = f([lg.tensor(xs[0])]), g([torch.tensor(xs[0])])
+        assert isinstance(lo1, tuple) and isinstance(to1, tuple)
+        assert_like_torch(lo1[0], to1[0])
+    assert_like_torch(lg.column_stack([lg.tensor(1.0), lg.tensor([2.0])]), torch.column_stack([torch.tensor(1.0),
+                                                                                              torch.tensor([2.0])]))
+
+
+@needs_torch
+@pytest.mark.parametrize("name,shape,arg", [("hsplit", (2, 6), 3), ("hsplit", (6,), [2, -1, 10]),
+                                            ("hsplit", (2, 5), [4, 2]), ("vsplit", (4, 2), [1]),
+                                            ("dsplit", (1, 2, 4), 2), ("vsplit", (0, 2), 2)])
+def test_splits(name: str, shape: tuple[int, ...], arg: Any) -> None:
+    x = np.arange(math.prod(shape), dtype=np.float64).reshape(shape)
+    lo, to = getattr(lg.tensor(x), name)(arg), getattr(torch.tensor(x), name)(arg)
+    assert len(lo) == len(to)
+    for a, b in zip(lo, to):
+        assert_like_torch(a, b)
+    lo2 = getattr(lg, name)(lg.tensor(x), arg)
+    assert [tuple(t.shape) for t in lo2] == [tuple(t.shape) for t in to]
+
+
+@needs_torch
+def test_misc_shape_helpers() -> None:
+    b = np.array([True, False, False, True])
+    assert_like_torch(lg.tensor(b).diff(), torch.tensor(b).diff())
+    i = np.array([[1, 4, 9, 16], [2, 3, 5, 7]])
+    assert_like_torch(lg.tensor(i).diff(n=3), torch.tensor(i).diff(n=3))
+    assert_like_torch(lg.tensor(i).diff(n=5), torch.tensor(i).diff(n=5))
+    assert_like_torch(lg.tensor(i).tile((2, 1, 1)), torch.tensor(i).tile((2, 1, 1)))
+    assert_like_torch(lg.kron(lg.tensor(i), lg.tensor([1, -1])), torch.kron(torch.tensor(i), torch.tensor([1, -1])))
+    assert_like_torch(lg.tensordot(lg.tensor(i * 1.0), lg.tensor(np.array([1.0, 2.0])), dims=0),
+                      torch.tensordot(torch.tensor(i * 1.0), torch.tensor(np.array([1.0, 2.0])), dims=0))
+    assert_like_torch(lg.cartesian_prod(lg.tensor([1, 2])), torch.cartesian_prod(torch.tensor([1, 2])))
+    assert_like_torch(lg.block_diag(lg.tensor([[1, 2]]), lg.tensor(3.0)), torch.block_diag(torch.tensor([[1, 2]]),
+                                                                                           torch.tensor(3.0)))
+    x = np.arange(24.0).reshape(2, 3, 4)
+    for k in range(-5, 6):
+        assert_like_torch(lg.tensor(x).rot90(k, (2, 0)), torch.tensor(x).rot90(k, (2, 0)))
+    assert_like_torch(lg.tensor([1.0, 2.0, 3.0]).cross(lg.tensor([4.0, 5.0, 6.0])),
+                      torch.tensor([1.0, 2.0, 3.0]).cross(torch.tensor([4.0, 5.0, 6.0]), dim=0))
+    c1, c2 = np.arange(12.0).reshape(2, 2, 3), np.ones((1, 2, 3))
+    assert_like_torch(lg.linalg.cross(lg.tensor(c1), lg.tensor(c2)), torch.linalg.cross(torch.tensor(c1),
+                                                                                        torch.tensor(c2)))
+    assert_like_torch(lg.tensor(np.arange(6.0)).reshape(2, 3).diag_embed(2, 0, 1),
+                      torch.tensor(np.arange(6.0)).reshape(2, 3).diag_embed(2, 0, 1))
+    assert_like_torch(lg.tensor(3.0).diagflat(), torch.tensor(3.0).diagflat())
+    assert lg.tensor([0.0]).is_nonzero() is torch.tensor([0.0]).is_nonzero() is False
+    assert lg.tensor([[2]]).is_nonzero() is True
+    with pytest.raises(RuntimeError, match="no values"):
+        lg.tensor([]).is_nonzero()
+    assert lg.ones(2, 3).is_same_size(lg.zeros(2, 3)) and not lg.ones(2, 3).is_same_size(lg.ones(3, 2))
+    for dt in ("float32", "int64", "uint8", "bool", "int8"):
+        assert lg.ones(1, dtype=getattr(lg, dt)).is_signed() == torch.ones(1, dtype=getattr(torch, dt)).is_signed()
+
+
+# ---- operators reuse a large temporary operand's array when nothing else can see it --------------
+
+# (as NumPy does for ``a * b + c``): results and gradients are the same as without the reuse
+T = sys.modules["lightgrad.tensor"]  # (the package exports a function named tensor)
+
+N = 300  # 90,000 entries: above the size where operands are considered for reuse
+RNG = np.random.default_rng(0)
+XA, WA, BA = (RNG.standard_normal((N, N)).astype(np.float32) for _ in range(3))
+
+reusing = pytest.mark.skipif(T._BINARY_OP is None, reason="reuse is off on this Python")
+
+
+@pytest.fixture
+def lent(monkeypatch: Any) -> list[bool]:
+    """Records, for each +, -, * and / forward, whether it wrote into an operand's array."""
+    seen: list[bool] = []
+    for cls in (F.Add, F.Sub, F.Mul, F.Div):
+        def forward(self: Any, x: Any, y: Any, out: Any = None, _orig: Any = cls.forward) -> Any:
+            seen.append(out is not None)
+            return _orig(self, x, y, out)
+        monkeypatch.setattr(cls, "forward", forward)
+    return seen
+
+
+def _leaves() -> tuple[lg.Tensor, lg.Tensor, lg.Tensor]:
+    return lg.tensor(XA), lg.tensor(WA, requires_grad=True), lg.tensor(BA, requires_grad=True)
+
+
+# name, expression, whether its last operator reuses an operand's array
+CASES: list[tuple[str, Callable[[Any, Any, Any], Any], bool]] = [
+    ("temp_plus", lambda x, w, b: x * w + b, True),
+    ("plus_temp", lambda x, w, b: b + x * w, True),
+    ("temp_minus", lambda x, w, b: x * w - b, True),
+    ("minus_temp", lambda x, w, b: b - x * w, True),
+    ("number_minus_temp", lambda x, w, b: 1.5 - x * w, True),
+    ("temp_times_number", lambda x, w, b: (x * w) * 2.0, True),
+    ("number_times_temp", lambda x, w, b: 2.0 * (x * w), True),
+    ("temp_over_number", lambda x, w, b: (x * w) / 4.0, True),
+    ("temp_plus_row", lambda x, w, b: x * w + b[0], True),
+    ("row_temp_plus_matrix", lambda x, w, b: w[0] * 2.0 + b, False),  # the result is not the row's shape
+    ("temp_times_tensor", lambda x, w, b: (x * w) * b, False),  # Mul saves both factors
+    ("temp_over_tensor", lambda x, w, b: (x * w) / b, False),
+    ("constants_temp_times_tensor", lambda x, w, b: (x * 2.0) * x, True),  # no graph: nothing saved
+    ("constants_tensor_over_temp", lambda x, w, b: x / (x + 1.0), True),
+    ("saved_output_plus", lambda x, w, b: (x * w).exp() + b, False),  # exp's backward reads its output
+    ("leaf_plus", lambda x, w, b: lg.ones(N, N, requires_grad=True) + b, False),
+    ("small_temp_plus", lambda x, w, b: x[:100, :100] * w[:100, :100] + b[:100, :100], False),
+]
+
+
+@reusing
+@pytest.mark.parametrize("name,fn,reuses", CASES, ids=[c[0] for c in CASES])
+def test_reuse_decision_and_identical_results(name: str, fn: Callable[..., Any], reuses: bool, lent: list[bool],
+                                              monkeypatch: Any) -> None:
+    x, w, b = _leaves()
+    y = fn(x, w, b)
+    assert lent[-1] is reuses
+    if y.requires_grad:
+        y.sum().backward()
+    monkeypatch.setattr(T, "_BINARY_OP", None)  # reuse off: the plain path
+    x2, w2, b2 = _leaves()
+    y2 = fn(x2, w2, b2)
+    if y2.requires_grad:
+        y2.sum().backward()
+    assert lent[-1] is False
+    np.testing.assert_array_equal(y.numpy(force=True) if y.requires_grad else y.numpy(), y2.detach().numpy())
+    for p, q in ((w, w2), (b, b2)):
+        if q.grad is None:
+            assert p.grad is None
+        else:
+            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+@reusing
+def test_products_of_tensors_reuse_only_without_a_graph(lent: list[bool]) -> None:
+    x, w, b = _leaves()
+    with lg.no_grad():
+        y = (x * w) * b
+    assert lent[-1] is True
+    np.testing.assert_array_equal(y.numpy(), XA * WA * BA)
+    y = (x * w) * b  # recorded: Mul's backward reads both factors
+    assert lent[-1] is False and y.requires_grad
+
+
+@reusing
+def test_named_operands_are_never_written(lent: list[bool]) -> None:
+    x, w, b = _leaves()
+    t = x * w
+    before = t.detach().numpy().copy()
+    y = t + b
+    z = t * 3.0
+    assert lent[-2:] == [False, False]
+    np.testing.assert_array_equal(t.detach().numpy(), before)
+    np.testing.assert_array_equal(y.detach().numpy(), before + BA)
+    np.testing.assert_array_equal(z.detach().numpy(), before * np.float32(3.0))
+
+
+@reusing
+@pytest.mark.parametrize("keep", ["detach", "numpy", "view", "data"])
+def test_an_array_still_seen_elsewhere_is_not_written(keep: str, lent: list[bool]) -> None:
+    kept: list[Any] = []
+
+    def make(x: lg.Tensor) -> lg.Tensor:
+        r = x * 2.0  # returned as a temporary, but its memory is also kept below
+        with lg.no_grad():
+            kept.append({"detach": lambda: r.detach(), "numpy": lambda: r.detach().numpy(),
+                         "view": lambda: r.detach().view(-1), "data": lambda: r.data}[keep]())
+        return r
+
+    x = lg.tensor(XA)
+    y = make(x) + 1.0
+    assert lent[-1] is False
+    got = kept[0].numpy() if isinstance(kept[0], lg.Tensor) else kept[0]
+    np.testing.assert_array_equal(np.reshape(got, (N, N)), XA * np.float32(2.0))
+    np.testing.assert_array_equal(y.numpy(), XA * np.float32(2.0) + np.float32(1.0))
+
+
+@reusing
+def test_direct_method_calls_and_arena_tensors_are_not_reused(lent: list[bool]) -> None:
+    x, w, b = _leaves()
+    (x * w).__add__(b)  # not called by the interpreter's operator: its counts say nothing
+    assert lent[-1] is False
+    with lg.memory.Arena("8MB", name="reuse-test"):
+        x * w + b  # arena storage belongs to the arena's bookkeeping
+    assert lent[-1] is False
+
+
+@reusing
+def test_reuse_under_compile_replays_identically() -> None:
+    x, w, b = _leaves()
+
+    def step(x: lg.Tensor) -> lg.Tensor:
+        return ((x * w + b) * 0.5 - 1.0).sum()
+
+    compiled = lg.compile(step)
+    for _ in range(3):
+        got = compiled(x)
+        want = step(x)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+
+
+def _random_expression(rng: np.random.Generator, leaves: list[lg.Tensor], depth: int) -> Callable[[], Any]:
+    """A random expression over the leaves with +, -, * and / (operands: leaves, Python numbers,
+    subexpressions; each as the left or the right operand), as a function that evaluates it."""
+    if depth == 0 or rng.random() < 0.2:
+        k = int(rng.integers(len(leaves) + 1))
+        if k == len(leaves):
+            c = float(rng.choice([0.5, 2.0, -1.5]))
+            return lambda: c
+        return lambda: leaves[k]
+    a, b = _random_expression(rng, leaves, depth - 1), _random_expression(rng, leaves, depth - 1)
+    op = ["+", "-", "*", "/"][int(rng.integers(4))]
+    if op == "+":
+        return lambda: a() + b()
+    if op == "-":
+        return lambda: a() - b()
+    if op == "*":
+        return lambda: a() * b()
+    return lambda: a() / (b() if not isinstance(b(), float) else 4.0)
+
+
+@reusing
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (a random denominator may be 0: both runs agree on inf)
+def test_random_expressions_give_the_same_values_and_gradients(seed: int, monkeypatch: Any) -> None:
+    rng = np.random.default_rng(seed)
+    arrays = [rng.standard_normal((N, N)).astype(np.float32) + 3 for _ in range(2)] + [
+        rng.standard_normal(N).astype(np.float32) + 3]
+
+    def run() -> tuple[np.ndarray, list[Any]]:
+        leaves = [lg.tensor(a, requires_grad=i != 1) for i, a in enumerate(arrays)]  # one constant
+        expr = _random_expression(np.random.default_rng(seed + 100), leaves, 4)
+        y = expr()
+        if not isinstance(y, lg.Tensor) or not y.requires_grad:
+            return np.asarray(y if not isinstance(y, lg.Tensor) else y.numpy()), []
+        y.sum().backward()
+        return y.detach().numpy(), [None if t.grad is None else t.grad.numpy() for t in leaves]
+
+    got, grads = run()
+    monkeypatch.setattr(T, "_BINARY_OP", None)
+    want, want_grads = run()
+    np.testing.assert_array_equal(got, want)
+    for g, w in zip(grads, want_grads):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_array_equal(g, w)

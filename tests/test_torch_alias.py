@@ -1,4 +1,6 @@
-"""``import lightgrad as torch`` followed by PyTorch's other import lines (``import torch.nn as nn``,
+"""``import lightgrad as torch``: PyTorch's other import lines give lightgrad's modules.
+
+``import lightgrad as torch`` followed by PyTorch's other import lines (``import torch.nn as nn``,
 ``from torch.utils.data import DataLoader``): lightgrad's modules for that code, what is installed
 for everyone else. Each case runs in a fresh interpreter (imports are process-wide)."""
 

@@ -1,20 +1,27 @@
-"""``torch.func`` transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap) and
-``torch.autograd.functional``, each run on the same inputs in lightgrad and PyTorch."""
+"""lightgrad.func and torch.autograd.functional, each run on the same inputs in lightgrad and PyTorch.
+
+The transforms (grad, vjp, jvp, jacrev, jacfwd, hessian, vmap), functional_call (also through
+nn.utils.stateless and on parametrized modules) and torch.autograd.functional."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from helpers import assert_close_by_dtype, numpy_of, state_to_lg
 
 import lightgrad as lg
+from lightgrad.nn.utils import parametrizations as LP
 
 torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+TP = torch.nn.utils.parametrizations
 
 RNG = np.random.default_rng(0)
 
@@ -347,3 +354,101 @@ def test_import_forms_under_the_alias() -> None:
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True"] * 4
+
+
+# ---- functional_call (lightgrad.func and nn.utils.stateless) -------------------------------------
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_functional_call_matches_torch(dtype: str) -> None:
+    rng = np.random.default_rng(8)
+    td, ld = getattr(torch, dtype), getattr(lg, dtype)
+    tnet = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 2)).to(td)
+    lnet = lg.nn.Sequential(lg.nn.Linear(3, 4), lg.nn.BatchNorm1d(4), lg.nn.Linear(4, 2)).to(ld)
+    lnet.load_state_dict(state_to_lg(tnet.state_dict()))
+    before = {k: v.numpy().copy() for k, v in lnet.state_dict().items()}
+    new = {k: rng.standard_normal(tuple(v.shape)).astype(dtype) for k, v in tnet.named_parameters()}
+    new["1.running_var"] = rng.uniform(0.5, 2, 4).astype(dtype)
+    x = rng.standard_normal((5, 3)).astype(dtype)
+    for call in ("func", "stateless"):
+        tnew = {k: torch.tensor(v, requires_grad=k != "1.running_var") for k, v in new.items()}
+        lnew = {k: lg.tensor(v, requires_grad=k != "1.running_var") for k, v in new.items()}
+        if call == "func":
+            to = torch.func.functional_call(tnet, tnew, (torch.tensor(x),))
+            lo = lg.func.functional_call(lnet, lnew, lg.tensor(x))
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                to = torch.nn.utils.stateless.functional_call(tnet, tnew, torch.tensor(x))
+            with pytest.warns(FutureWarning):
+                lo = lg.nn.utils.stateless.functional_call(lnet, lnew, (lg.tensor(x),))
+        assert_close_by_dtype(numpy_of(lo), numpy_of(to), dtype)
+        g = rng.standard_normal(tuple(to.shape)).astype(dtype)
+        to.backward(torch.tensor(g))
+        lo.backward(lg.tensor(g))
+        for k in new:
+            if k != "1.running_var":
+                assert_close_by_dtype(numpy_of(lnew[k].grad), numpy_of(tnew[k].grad), dtype, k)
+        assert_close_by_dtype(numpy_of(lnew["1.running_var"]), numpy_of(tnew["1.running_var"]),
+                              dtype)  # updated in place
+        assert all(p.grad is None for p in lnet.parameters())
+    after = lnet.state_dict()
+    for k, v in before.items():
+        if k not in ("1.running_mean", "1.num_batches_tracked"):  # the module's own mean is swapped in
+            np.testing.assert_array_equal(after[k].numpy(), v, err_msg=k)
+    assert_close_by_dtype(after["1.running_mean"].numpy(), tnet.state_dict()["1.running_mean"].numpy(), dtype)
+
+
+def test_functional_call_tied_dicts_kwargs_and_errors() -> None:
+    class Tied(lg.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.a = lg.nn.Linear(2, 2, bias=False)
+            self.b = lg.nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+
+        def forward(self, x: Any, scale: float = 1.0) -> Any:
+            return self.b(self.a(x)) * scale
+
+    m = Tied()
+    w = lg.eye(2, requires_grad=True)
+    x = lg.tensor([[1.0, 2.0]])
+    out = lg.func.functional_call(m, {"a.weight": w}, (x,), {"scale": 3.0})
+    np.testing.assert_allclose(numpy_of(out), x.numpy() * 3)  # both uses see w (tie_weights)
+    out = lg.func.functional_call(m, {"a.weight": w}, (x,), tie_weights=False)
+    np.testing.assert_allclose(numpy_of(out), x.numpy() @ m.a.weight.detach().numpy().T)
+    out = lg.func.functional_call(m, ({"a.weight": w}, {"b.weight": 2 * w}), (x,), tie_weights=False)
+    np.testing.assert_allclose(numpy_of(out), x.numpy() * 2)
+    keep = m.a.weight
+    for mod, net, mk in ((lg, m, lambda t: lg.tensor(t)), (torch, torch.nn.Linear(2, 2), torch.tensor)):
+        with pytest.raises(ValueError):  # a key in two dicts
+            mod.func.functional_call(net, ({"weight": mk(np.eye(2))}, {"weight": mk(np.eye(2))}), (mk(np.ones((1, 2))),))
+    with pytest.raises(RuntimeError):  # strict: missing keys
+        lg.func.functional_call(m, {"a.weight": w}, (x,), strict=True, tie_weights=False)
+    with pytest.raises(RuntimeError):
+        torch.func.functional_call(torch.nn.Linear(2, 2), {"weight": torch.eye(2)}, (torch.ones(1, 2),), strict=True)
+    assert m.a.weight is keep and m.b.weight is keep
+
+
+def test_functional_call_parametrized_module() -> None:
+    rng = np.random.default_rng(14)
+    tm, lm = torch.nn.Linear(2, 3).double(), lg.nn.Linear(2, 3).double()
+    lm.load_state_dict(state_to_lg(tm.state_dict()))
+    TP.weight_norm(tm)
+    LP.weight_norm(lm)
+    before = {k: v.numpy().copy() for k, v in lm.state_dict().items()}
+    x, w, v = rng.standard_normal((4, 2)), rng.standard_normal((3, 2)), rng.standard_normal((3, 2))
+    for key, val in (("weight", w), ("parametrizations.weight.original1", v)):
+        tv, lv = torch.tensor(val, requires_grad=True), lg.tensor(val, requires_grad=True)
+        with torch.no_grad():  # PyTorch's own call: forward only (its backward here fails on a version bump)
+            ref = torch.func.functional_call(tm, {key: tv}, (torch.tensor(x),))
+        g = tm.parametrizations.weight.original0.detach()
+        to = TF.linear(torch.tensor(x), tv if key == "weight" else torch._weight_norm(tv, g, 0), tm.bias.detach())
+        assert_close_by_dtype(numpy_of(ref), numpy_of(to), "float64", key)
+        lo = lg.func.functional_call(lm, {key: lv}, (lg.tensor(x),))
+        assert_close_by_dtype(numpy_of(lo), numpy_of(to), "float64", key)
+        to.sum().backward()
+        lo.sum().backward()
+        assert_close_by_dtype(numpy_of(lv.grad), numpy_of(tv.grad), "float64", key)
+    for k, val in lm.state_dict().items():  # nothing assigned through right_inverse
+        np.testing.assert_array_equal(val.numpy(), before[k], err_msg=k)
+    assert_close_by_dtype(numpy_of(lm(lg.tensor(x))), numpy_of(tm(torch.tensor(x))), "float64")

@@ -1,4 +1,4 @@
-"""The Module system: registration, traversal order and names, state dicts, modes, containers.
+"""The Module system: registration, traversal order and names, state dicts, modes, containers, lazy modules.
 
 Where PyTorch defines the answer (names, orders, reprs, exception types), the same model is built
 with both frameworks from one definition and compared.
@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import copy
 import pickle
+import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
-from helpers import torch
+from helpers import (FRAMEWORKS, assert_close_by_dtype, assert_same_results, needs_torch, numpy_forced, numpy_of,
+                     results_on_both, state_to_lg, torch)
 
 import lightgrad as lg
 from lightgrad import nn
+from lightgrad.nn.parameter import UninitializedParameter, is_lazy
 
-needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+# a lazy instance norm without affine or running stats stays InstanceNorm(0), which warns on every call
+pytestmark = pytest.mark.filterwarnings("ignore:input's size at dim")
 
 
 def make_net(T: Any) -> Any:
@@ -504,3 +509,196 @@ def test_loss_modules_register_weight_buffers() -> None:
     assert list(ce.state_dict()) == ["weight"] and ce.weight is w
     assert list(nn.BCEWithLogitsLoss(pos_weight=w).state_dict()) == ["pos_weight"]
     assert list(nn.MSELoss().state_dict()) == []
+
+
+# ---- reprs of more layers: padding, shuffles, pools, unpooling, losses, distances ----------------
+
+@needs_torch
+@pytest.mark.parametrize("ctor", [
+    lambda T: T.nn.ZeroPad2d(1), lambda T: T.nn.ConstantPad1d(2, 3.5), lambda T: T.nn.ReflectionPad3d(1),
+    lambda T: T.nn.CircularPad1d((1, 2)), lambda T: T.nn.ReplicationPad2d((1, 2, 3, 4)),
+    lambda T: T.nn.PixelShuffle(2), lambda T: T.nn.PixelUnshuffle(3), lambda T: T.nn.ChannelShuffle(2),
+    lambda T: T.nn.LocalResponseNorm(2), lambda T: T.nn.MaxUnpool2d(2), lambda T: T.nn.MaxUnpool1d(3, 2),
+    lambda T: T.nn.AvgPool3d(2), lambda T: T.nn.MaxPool3d(2), lambda T: T.nn.AdaptiveAvgPool3d(2),
+    lambda T: T.nn.AdaptiveMaxPool3d((1, 2, 3)), lambda T: T.nn.MultiMarginLoss(), lambda T: T.nn.GaussianNLLLoss(),
+    lambda T: T.nn.TripletMarginWithDistanceLoss(), lambda T: T.nn.CosineSimilarity(),
+    lambda T: T.nn.PairwiseDistance(), lambda T: T.nn.MultiLabelSoftMarginLoss(), lambda T: T.nn.MaxUnpool3d(2),
+])
+def test_repr(ctor: Callable[[Any], Any]) -> None:
+    assert repr(ctor(lg)) == repr(ctor(torch))
+
+
+# ---- lazy modules: materialised by the first forward, or loaded before it ------------------------
+
+LAZY = [
+    ("LazyLinear", (3,), {}, (2, 5)), ("LazyLinear", (3,), {"bias": False}, (4, 2, 5)),
+    ("LazyConv1d", (4, 3), {}, (2, 3, 8)), ("LazyConv2d", (4, 3), {"groups": 2, "padding": 1}, (2, 6, 5, 5)),
+    ("LazyConv3d", (2, 2), {"bias": False}, (3, 4, 4, 4)),
+    ("LazyConvTranspose1d", (4, 3), {"stride": 2}, (2, 3, 5)),
+    ("LazyConvTranspose2d", (4, 3), {"groups": 2}, (2, 6, 5, 5)),
+    ("LazyConvTranspose3d", (2, 2), {}, (3, 3, 3, 3)),
+    ("LazyBatchNorm1d", (), {}, (4, 3)), ("LazyBatchNorm2d", (), {"affine": False}, (4, 3, 2, 2)),
+    ("LazyBatchNorm3d", (), {"track_running_stats": False}, (2, 3, 2, 2, 2)),
+    ("LazyInstanceNorm1d", (), {}, (2, 3, 5)),
+    ("LazyInstanceNorm2d", (), {"affine": False, "track_running_stats": False}, (2, 3, 4, 4)),
+    ("LazyInstanceNorm3d", (), {"track_running_stats": False}, (2, 4, 3, 3, 3)),
+    ("LazyInstanceNorm3d", (), {}, (1, 3, 2, 3, 3)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, args, kw, shape", LAZY)
+def test_lazy_modules_match_torch(name: str, args: tuple[Any, ...], kw: dict[str, Any],
+                                  shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(13)
+    tm, lm = getattr(torch.nn, name)(*args, **kw), getattr(lg.nn, name)(*args, **kw)
+    assert repr(lm) == repr(tm)
+    assert list(lm.state_dict()) == list(tm.state_dict())
+    assert [is_lazy(p) for p in lm.parameters()] == [torch.nn.parameter.is_lazy(p) for p in tm.parameters()]
+    x = rng.standard_normal(shape).astype(np.float32)
+    with warnings.catch_warnings(record=True) as tw:
+        warnings.simplefilter("always")
+        tm(torch.tensor(x))
+    with warnings.catch_warnings(record=True) as lw:
+        warnings.simplefilter("always")
+        lm(lg.tensor(x))
+    assert [str(w.message) for w in lw] == [str(w.message) for w in tw]  # InstanceNorm(0) warns as torch
+    assert type(lm).__name__ == type(tm).__name__ and repr(lm) == repr(tm)
+    assert type(lm) is getattr(lg.nn, type(tm).__name__)
+    assert not any(is_lazy(t) for t in list(lm.parameters()) + list(lm.buffers()))
+    assert {k: tuple(v.shape) for k, v in lm.state_dict().items()} == \
+        {k: tuple(v.shape) for k, v in tm.state_dict().items()}
+    # materialised as torch would: same init family (identical after copying torch's values)
+    lm.load_state_dict(state_to_lg(tm.state_dict()))
+    tx, lx = torch.tensor(x, requires_grad=True), lg.tensor(x, requires_grad=True)
+    to, lo = tm(tx), lm(lx)
+    assert_close_by_dtype(numpy_of(lo), numpy_of(to), "float32")
+    to.sum().backward()
+    lo.sum().backward()
+    assert_close_by_dtype(lx.grad.numpy(), tx.grad.numpy(), "float32")
+    for n, p in tm.named_parameters():
+        assert_close_by_dtype(getattr(lm, n).grad.numpy(), p.grad.numpy(), "float32", n)
+
+
+def test_lazy_linear_init_and_dtype() -> None:
+    lg.manual_seed(0)
+    m = lg.nn.LazyLinear(64, dtype=lg.float64)
+    assert isinstance(m.weight, UninitializedParameter) and m.weight.dtype == lg.float64
+    m(lg.randn(2, 50, dtype=lg.float64))
+    w = m.weight.detach().numpy()
+    assert m.weight.dtype == lg.float64 and type(m.weight) is lg.nn.Parameter
+    assert np.abs(w).max() <= 1 / np.sqrt(50) and np.abs(w).max() > 0.9 / np.sqrt(50)
+
+
+@needs_torch
+def test_lazy_errors_leave_module_lazy() -> None:
+    m = lg.nn.LazyConv2d(4, 3, groups=2)
+    with pytest.raises(RuntimeError, match="Expected 3D"):  # as torch
+        m(lg.randn(2, 2, 2, 5, 5))
+    with pytest.raises(ValueError, match="divisible by groups"):
+        m(lg.randn(2, 3, 5, 5))
+    assert type(m) is lg.nn.LazyConv2d and is_lazy(m.weight)
+    with pytest.raises(RuntimeError, match="uninitialized parameter"):
+        m.weight.shape  # noqa: B018
+    t = torch.nn.LazyConv2d(4, 3, groups=2)
+    with pytest.raises(RuntimeError):
+        t(torch.randn(2, 2, 2, 5, 5))
+    with pytest.raises(ValueError):
+        t(torch.randn(2, 3, 5, 5))
+    assert m(lg.randn(2, 4, 5, 5)).shape == (2, 4, 3, 3)
+
+
+def _torch_state(m: Any) -> dict[str, Any]:
+    return {k: v.detach().numpy().copy() for k, v in m.state_dict().items()}
+
+
+@needs_torch
+def test_lazy_linear_strict_load_then_forward() -> None:
+    torch.manual_seed(0)
+    ref = torch.nn.Linear(3, 2)
+    sd = _torch_state(ref)
+    x = np.linspace(-1, 1, 12).reshape(4, 3).astype(np.float32)
+    outs = []
+    for T in FRAMEWORKS:
+        m = T.nn.LazyLinear(2)
+        keys = m.load_state_dict({k: T.tensor(v) for k, v in sd.items()}, strict=True)
+        before = (type(m).__name__, m.in_features, tuple(m.weight.shape))
+        y = m(T.tensor(x))
+        y.sum().backward()
+        outs.append((y, m.weight.grad, m.bias.grad, list(keys.missing_keys), before,
+                     type(m).__name__, m.in_features))
+    assert_same_results(outs[0], outs[1])
+    np.testing.assert_allclose(numpy_forced(outs[0][0]), numpy_forced(ref(torch.tensor(x))), rtol=1e-6)
+
+
+@needs_torch
+def test_lazy_modules_in_a_tree_load_then_forward() -> None:
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(2, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.Flatten(),
+                              torch.nn.Linear(4 * 3 * 3, 5), torch.nn.BatchNorm1d(5))
+    ref(torch.randn(6, 2, 5, 5))  # (running statistics that are not the defaults)
+    sd = _torch_state(ref)
+    x = np.linspace(-2, 2, 3 * 2 * 5 * 5).reshape(3, 2, 5, 5).astype(np.float32)
+    outs = []
+    for T in FRAMEWORKS:
+        nn = T.nn
+        m = nn.Sequential(nn.LazyConv2d(4, 3), nn.LazyBatchNorm2d(), nn.Flatten(), nn.LazyLinear(5),
+                          nn.LazyBatchNorm1d())
+        m.load_state_dict({k: T.tensor(v) for k, v in sd.items()})
+        m.eval()
+        outs.append((m(T.tensor(x)), [type(c).__name__ for c in m]))
+    assert_same_results(outs[0], outs[1], rtol=1e-5)
+    ref.eval()
+    np.testing.assert_allclose(numpy_forced(outs[0][0]), numpy_forced(ref(torch.tensor(x))), rtol=1e-5, atol=1e-6)
+
+
+@needs_torch
+def test_lazy_state_dict_loaded_into_lazy_module_stays_lazy() -> None:
+    def f(T: Any) -> Any:
+        m = T.nn.LazyLinear(3)
+        keys = m.load_state_dict(T.nn.LazyLinear(3).state_dict())
+        lazy = (type(m.weight).__name__, type(m.bias).__name__, list(keys.missing_keys))
+        y = m(T.ones(2, 4))
+        return (lazy[0], lazy[1], str(lazy[2]), type(m).__name__, tuple(y.shape) == (2, 3))
+
+    got, want = results_on_both(f)
+    assert got == want
+
+
+def test_lazy_state_dict_survives_save_and_load(tmp_path: Any) -> None:
+    path = tmp_path / "lazy.pt"
+    lg.save(lg.nn.LazyLinear(3).state_dict(), path)
+    m = lg.nn.LazyLinear(3)
+    m.load_state_dict(lg.load(path))
+    assert lg.nn.parameter.is_lazy(m.weight)
+    assert tuple(m(lg.ones(2, 4)).shape) == (2, 3)
+
+
+@needs_torch
+def test_lazy_load_with_missing_key() -> None:
+    def strict(T: Any) -> Any:
+        src = T.nn.Linear(3, 2)
+        T.nn.LazyLinear(2).load_state_dict({"weight": src.weight.detach()})
+
+    got, want = results_on_both(strict)
+    assert isinstance(want, RuntimeError) and isinstance(got, RuntimeError)
+    assert 'Missing key(s) in state_dict: "bias"' in str(got)
+
+    def loose(T: Any) -> Any:
+        m = T.nn.LazyLinear(2)
+        keys = m.load_state_dict({"weight": T.nn.Linear(3, 2).weight.detach()}, strict=False)
+        return (list(keys.missing_keys), type(m.weight).__name__, type(m.bias).__name__)
+
+    got, want = results_on_both(loose)
+    assert got == want
+
+
+@needs_torch
+def test_lazy_linear_load_then_forward_with_wrong_input_size() -> None:
+    def f(T: Any) -> Any:
+        m = T.nn.LazyLinear(2)
+        m.load_state_dict(T.nn.Linear(3, 2).state_dict())
+        m(T.ones(1, 4))
+
+    got, want = results_on_both(f)
+    assert type(got) is type(want) and str(got) == str(want)
