@@ -144,20 +144,17 @@ class ReduceMixin:
         return values_indices(vals, ind)
 
     def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
-        _check_nonempty(self, dim, "argmax")
-        if dim is None:  # (the flat index; keepdim keeps every dim, as size 1)
-            flat = np.asarray(B.argmax(self._data), np.int64)
-            return Tensor._make(flat.reshape((1,) * self.ndim) if keepdim else flat)
-        d = _dim(dim, self.ndim)
-        return Tensor._make(B.argmax(self._data, axis=d, keepdims=keepdim))
+        return self._arg_extreme(dim, keepdim, B.argmax, "argmax")
 
     def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
-        _check_nonempty(self, dim, "argmin")
+        return self._arg_extreme(dim, keepdim, B.argmin, "argmin")
+
+    def _arg_extreme(self, dim: builtins.int | None, keepdim: builtins.bool, arg: Any, name: str) -> Tensor:
+        _check_nonempty(self, dim, name)
         if dim is None:  # (the flat index; keepdim keeps every dim, as size 1)
-            flat = np.asarray(B.argmin(self._data), np.int64)
+            flat = np.asarray(arg(self._data), np.int64)
             return Tensor._make(flat.reshape((1,) * self.ndim) if keepdim else flat)
-        d = _dim(dim, self.ndim)
-        return Tensor._make(B.argmin(self._data, axis=d, keepdims=keepdim))
+        return Tensor._make(arg(self._data, axis=_dim(dim, self.ndim), keepdims=keepdim))
 
     # ---- logical and counting --------------------------------------------------------------------
     def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
