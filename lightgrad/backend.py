@@ -20,6 +20,7 @@ import numpy as np
 
 from .memory import _current
 
+xp = np  # the array namespace (NumPy today, CuPy later): code outside the backend says B.xp.name, never np
 ndarray = np.ndarray
 Array = Any
 

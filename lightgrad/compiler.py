@@ -519,6 +519,7 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     # NumPy calls made by composite code outside the backend (non-differentiable reductions,
     # comparisons, constants): every module of ours sees a recording NumPy during the trace
     proxy = _NumPy(tr)
+    patches.set(B, "xp", proxy)  # the array namespace as code outside the backend reaches it (B.xp.name)
     for name, mod in list(sys.modules.items()):
         if (name.startswith(__package__ + ".") and name not in (B.__name__, __name__)
                 and getattr(mod, "np", None) is np):
