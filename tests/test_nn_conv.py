@@ -24,7 +24,7 @@ from helpers import (assert_close_by_dtype, check_case_against_torch, check_case
 import lightgrad as lg
 import lightgrad.nn as nn
 import lightgrad.nn.functional as F
-from lightgrad import function as Fn
+from lightgrad.nn import _kernels as K
 from lightgrad.nn import _spatial
 from lightgrad.nn._spatial import _LAST_MIN_CHANNELS, ConvStride1, _grid_input_grad
 
@@ -512,7 +512,7 @@ class TestConvStride1:
             np.testing.assert_allclose(a, e, rtol=1e-10, atol=1e-10)
         fast = (xs, ws, kw) in FAST
         assert (type(node) is ConvStride1) == fast
-        assert isinstance(node, Fn.Conv2d) and node.name() == "Conv2dBackward0"
+        assert isinstance(node, K.Conv2d) and node.name() == "Conv2dBackward0"
 
     @pytest.mark.parametrize("xs, ws, kw", [FAST[1], FAST[3], FAST[4], FAST[7], FAST[12]])
     def test_matches_torch_float32(self, xs: tuple[int, ...], ws: tuple[int, ...], kw: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import function as Fn
+from . import _kernels as K
 from ..autograd import no_grad
 from ..random import _gen
 from ..tensor import Tensor, _as_tensor, stack
@@ -101,7 +102,7 @@ def _check_conv(name: str, x: Tensor, w: Tensor, b: Tensor | None, groups: int, 
 
 def _conv_out(x: Tensor, k: tuple[int, ...], s: tuple[int, ...], d: tuple[int, ...],
               pads: tuple[int, int, int, int]) -> tuple[int, int]:
-    ho, wo = Fn._out_hw(x.shape[2:], k, s, d, pads)
+    ho, wo = K._out_hw(x.shape[2:], k, s, d, pads)
     if ho <= 0 or wo <= 0:
         ph, pw = x.shape[2] + pads[0] + pads[1], x.shape[3] + pads[2] + pads[3]
         raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel size: "
@@ -290,7 +291,7 @@ def _fast_conv(x: Tensor, w: Tensor, s: tuple[int, ...], pads: tuple[int, int, i
 _LAST_MIN_CHANNELS = 8
 
 
-class ConvStride1(Fn.Conv2d):
+class ConvStride1(K.Conv2d):
     """Conv2d (groups 1, stride 1) as plain matrix products with the bias folded in: the columns
     carry a row (or column) of ones, the weight matrix the bias, so the forward is one product
     and the weight and bias gradients are products of the gradient with the same columns (one
@@ -317,7 +318,7 @@ class ConvStride1(Fn.Conv2d):
         n, c, h, wd = x.shape
         o, _, kh, kw = w.shape
         k = (kh, kw)
-        ho, wo = Fn._out_hw((h, wd), k, s, d, pads)
+        ho, wo = K._out_hw((h, wd), k, s, d, pads)
         kk = kh * kw * c
         extra = b is not None
         self.last = c >= _LAST_MIN_CHANNELS
@@ -332,7 +333,7 @@ class ConvStride1(Fn.Conv2d):
         else:
             cols = B.empty((n, kk + extra, ho * wo), x.dtype)
             np.copyto(_split(cols[:, :kk], ((n,), (c, kh, kw), (ho, wo))),
-                      Fn._windows(Fn._padded(x, pads), k, s, d, (ho, wo)))
+                      K._windows(K._padded(x, pads), k, s, d, (ho, wo)))
             wm = B.empty((o, kk + extra), w.dtype)  # (O, C*kh*kw [+1])
             np.copyto(wm[:, :kk], B.reshape(w, (o, kk)))
             if extra:
@@ -368,7 +369,7 @@ class ConvStride1(Fn.Conv2d):
                 gb = B.copy(gwb[:, kk])
         if self.needs(0) and not self.last:
             wt = B.swapaxes(B.reshape(w, (o, kk)), 0, 1)  # (C*kh*kw, O)
-            gx = Fn._col2im(B.matmul(wt, B.reshape(g, (n, o, ho * wo))), x.shape, k, s, d, pads)
+            gx = K._col2im(B.matmul(wt, B.reshape(g, (n, o, ho * wo))), x.shape, k, s, d, pads)
         elif self.needs(0) and c < o:
             gx = _grid_input_grad(g, w, x.shape, d, pads)
         elif self.needs(0):
@@ -409,7 +410,7 @@ def _conv(name: str, nd: int, input: Tensor, weight: Tensor, bias: Tensor | None
         p = _tuple(padding, 1, "padding")[0]
         pads = (0, 0, p, p)
     _conv_out(x, k, s, d, pads)
-    op = ConvStride1 if _fast_conv(x, w, s, pads, d, groups) else Fn.Conv2d
+    op = ConvStride1 if _fast_conv(x, w, s, pads, d, groups) else K.Conv2d
     out = op.apply(x, w, bias, s=s, d=d, pads=pads, groups=groups)
     if nd == 1:
         out = out.squeeze(2)
@@ -468,7 +469,7 @@ def _conv_transpose(name: str, nd: int, input: Tensor, weight: Tensor, bias: Ten
     if min(out_hw) <= 0:
         raise RuntimeError(f"Given input size per channel: {list(x.shape[2:])}, calculated output size "
                            f"per channel: {list(out_hw)}. Output size is too small")
-    out = Fn.ConvTranspose2d.apply(x, w, bias, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups,
+    out = K.ConvTranspose2d.apply(x, w, bias, s=s, d=d, pads=(p[0], p[0], p[1], p[1]), groups=groups,
                                    out_hw=out_hw)
     if nd == 1:
         out = out.squeeze(2)
@@ -656,7 +657,7 @@ def unfold(input: Tensor, kernel_size: IntOr, dilation: IntOr = 1, padding: IntO
     p, s = _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
     pads = (p[0], p[0], p[1], p[1])
     _conv_out(x, k, s, d, pads)
-    out = Fn.Unfold.apply(x, k=k, s=s, d=d, pads=pads)
+    out = K.Unfold.apply(x, k=k, s=s, d=d, pads=pads)
     return out if input.ndim == 4 else out.squeeze(0)
 
 
@@ -678,13 +679,13 @@ def fold(input: Tensor, output_size: IntOr, kernel_size: IntOr, dilation: IntOr 
     if x.shape[1] % kk:
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of "
                            f"kernel_size, but got input.size(1)={x.shape[1]} and kernel_size={k}")
-    blocks = Fn._out_hw(hw, k, s, d, pads)
+    blocks = K._out_hw(hw, k, s, d, pads)
     if x.shape[2] != blocks[0] * blocks[1]:
         raise RuntimeError(f"Given output_size={hw}, kernel_size={k}, dilation={d}, padding={p}, stride={s}, "
                            f"expected size of input's dimension 2 to match the calculated number of sliding "
                            f"blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
-    out = Fn.Fold.apply(x, shape=(x.shape[0], x.shape[1] // kk, *hw), k=k, s=s, d=d, pads=pads)
+    out = K.Fold.apply(x, shape=(x.shape[0], x.shape[1] // kk, *hw), k=k, s=s, d=d, pads=pads)
     return out if input.ndim == 3 else out.squeeze(0)
 
 
@@ -736,7 +737,7 @@ def _max_pool(name: str, nd: int, input: Tensor, kernel_size: Any, stride: Any, 
         x = _as_2d(x)
     k, s, d, _, pads, out_hw = _pool_geometry(name, x, kernel_size, stride, padding, dilation, ceil_mode, nd)
     sink: list[Any] | None = [] if return_indices else None
-    out = Fn.MaxPool2d.apply(x, k=k, s=s, d=d, pads=pads, out_hw=out_hw, sink=sink)
+    out = K.MaxPool2d.apply(x, k=k, s=s, d=d, pads=pads, out_hw=out_hw, sink=sink)
     idx = Tensor._make(sink[0]) if sink is not None else None
     if nd == 1:
         out = out.squeeze(2)
@@ -791,7 +792,7 @@ def _avg_pool(name: str, nd: int, input: Tensor, kernel_size: Any, stride: Any, 
         div = np.outer(dh, dw).astype(x._data.dtype)
         if (div == div.flat[0]).all():
             div = float(div.flat[0])
-    out = Fn.AvgPool2d.apply(x, k=k, s=s, pads=pads, out_hw=out_hw, div=div)
+    out = K.AvgPool2d.apply(x, k=k, s=s, pads=pads, out_hw=out_hw, div=div)
     if nd == 1:
         out = out.squeeze(2)
     return out if batched else out.squeeze(0)

@@ -20,6 +20,7 @@ import numpy as np
 from .. import backend as B
 from .. import dtypes as D
 from .. import function as Fn
+from . import _kernels as K
 from ..autograd import is_grad_enabled, no_grad
 from ..random import _gen
 from ..tensor import _SCALAR_TYPE, Tensor, _dim, where
@@ -110,7 +111,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if input._arr.dtype.kind != "f":
         raise NotImplementedError(f'"GeluKernelImpl" not implemented for {input.dtype}')
     # one fused node; the derivative is computed alongside the output only when it will be used
-    return Fn.Gelu.apply(input, approximate=approximate, deriv=input.requires_grad and is_grad_enabled())
+    return K.Gelu.apply(input, approximate=approximate, deriv=input.requires_grad and is_grad_enabled())
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -254,7 +255,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         if bias is not None and tuple(bias.shape) not in ((weight.shape[0],), (1,), ()):
             raise RuntimeError(f"linear: bias of shape {list(bias.shape)} does not match out_features "
                                f"{weight.shape[0]}")
-        return Fn.Linear.apply(input, weight, bias)
+        return K.Linear.apply(input, weight, bias)
     _check_linear_dtypes(input, weight, bias)
     if input.ndim > 2 and weight.ndim == 2:
         # one (B*T, in) x (in, out) product: the weight gradient is one GEMM, not a batch of them
@@ -617,7 +618,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
     if input._arr.dtype.kind != "f":
         raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
-    return Fn.LayerNorm.apply(input, weight, bias, k=len(axes), eps=eps)
+    return K.LayerNorm.apply(input, weight, bias, k=len(axes), eps=eps)
 
 
 def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
@@ -856,7 +857,7 @@ def _check_target_dtype(target: Tensor) -> None:
 
 def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str) -> Tensor:
     """-logp[target] per element with weights and ignored targets; class dim is 1 (0 if 1-D)."""
-    return Fn.NllLoss.apply(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    return K.NllLoss.apply(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: bool | None = None,
@@ -912,7 +913,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
         return total if reduction == "sum" else total / (input.numel() // c if c else float("nan"))
     t = _class_target(input, target)
     if _plain_xent(input, weight, reduction, label_smoothing):
-        return Fn.CrossEntropy.apply(input, target, ignore_index=ignore_index, mean=reduction == "mean")
+        return K.CrossEntropy.apply(input, target, ignore_index=ignore_index, mean=reduction == "mean")
     logp = input.log_softmax(cdim)
     nll = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:
@@ -944,7 +945,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     x = input._data
     if x.size and (x.min() < 0 or x.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    loss = Fn.BinaryCrossEntropy.apply(input, target.to(input.dtype))
+    loss = K.BinaryCrossEntropy.apply(input, target.to(input.dtype))
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, reduction)

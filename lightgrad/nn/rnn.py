@@ -16,7 +16,7 @@ import math
 import warnings
 from typing import Any
 
-from .. import function as Fn
+from . import _kernels as K
 from ..tensor import Tensor, cat, empty, stack, zeros
 from . import functional as F
 from . import init
@@ -127,16 +127,16 @@ class RNNBase(Module):
             b_ih, b_hh = getattr(self, "bias_ih" + sfx), getattr(self, "bias_hh" + sfx)
         last = 0 if reverse else t_len - 1
         if self.mode == "LSTM":  # (its input projection rides in each step's product)
-            res = Fn.LSTMLayer.apply(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=reverse)
+            res = K.LSTMLayer.apply(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=reverse)
             return res[:t_len], res[last], res[t_len]
         if b_ih is not None and b_hh is not None:
             b_in = b_ih if self.mode == "GRU" else b_ih + b_hh
         # all steps' input projections in one fused product with the bias: (T*B, G) -> (T, B, G)
         xp = F.linear(x.reshape(t_len * batch, x.shape[2]), w_ih, b_in).reshape(t_len, batch, -1)
         if self.mode == "GRU":
-            res = Fn.GRULayer.apply(xp, w_hh, b_hh if self.bias else None, h0, reverse=reverse)
+            res = K.GRULayer.apply(xp, w_hh, b_hh if self.bias else None, h0, reverse=reverse)
         else:
-            res = Fn.RNNLayer.apply(xp, w_hh, h0, relu=self.mode == "RNN_RELU", reverse=reverse)
+            res = K.RNNLayer.apply(xp, w_hh, h0, relu=self.mode == "RNN_RELU", reverse=reverse)
         return res, res[last], None
 
     def _packed_layer(self, x: Tensor, bs: list[int], sfx: str, h0: Tensor, c0: Tensor | None,
