@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import autograd, memory
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .device import (GradScaler, accelerator, amp, autocast, backends, cuda, device,
                      get_default_device, set_default_device)
 from .dtypes import (bool_ as bool, dtype, finfo, float16, float32, float64, get_default_dtype, iinfo, int8,  # noqa: A004

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import _recording, not_differentiable_twice
+from .grad_mode import _recording, not_differentiable_twice
 from .tensor import Tensor, _as_tensor, einsum, where
 
 

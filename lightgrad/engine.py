@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import backend as B
-from .autograd import _enabled, _recording, not_differentiable_twice
+from .grad_mode import _enabled, _recording, not_differentiable_twice
 from .function import Function, SliceGrad, unbroadcast
 from .memory import _current as _arena
 from .memory import empty_like_home, reclaimed_error

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from . import autograd
-from .autograd import enable_grad, is_grad_enabled
+from .grad_mode import enable_grad, is_grad_enabled
 from .nn.module import Module
 from .nn.utils.stateless import _functional_call
 from .tensor import Tensor

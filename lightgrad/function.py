@@ -21,7 +21,7 @@ import numpy as np
 
 from . import backend as B
 from . import dtypes as D
-from .autograd import _enabled
+from .grad_mode import _enabled
 from .memory import home as _home
 from .memory import reclaimed_error
 
@@ -1316,7 +1316,7 @@ class CustomFunction:
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        from .autograd import no_grad
+        from .grad_mode import no_grad
 
         ctx = FunctionCtx()
         with no_grad():

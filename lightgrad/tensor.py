@@ -32,7 +32,7 @@ from ._ops.random import RandomMixin
 from ._ops.reduce import ReduceMixin
 from ._ops.shape import ShapeMixin
 from ._ops.sort import SortMixin
-from .autograd import _enabled, _recording, is_grad_enabled, no_grad, not_differentiable_twice
+from .grad_mode import _enabled, _recording, is_grad_enabled, no_grad, not_differentiable_twice
 from .memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from .memory import _current as _arena
 from .memory import home as _home

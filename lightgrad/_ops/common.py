@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
-from ..autograd import _enabled
+from ..grad_mode import _enabled
 from ..memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
-from ..autograd import _enabled
+from ..grad_mode import _enabled
 from .common import (_SCALAR_TYPE, Number, _as_tensor, _binary, _check_broadcast, _check_divisor, _floating, _promote,
                      _raw, _zero_grad, return_types)
 

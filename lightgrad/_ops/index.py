@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
-from ..autograd import _enabled, no_grad
+from ..grad_mode import _enabled, no_grad
 from .common import _SCALAR_TYPE, Number, _as_tensor, _check_broadcast, _dim, _raw, _scalar_of
 from .creation import ones, zeros, zeros_like
 from .elementwise import where

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
-from ..autograd import _enabled
+from ..grad_mode import _enabled
 from ..memory import reclaimed_error
 from .common import Number, _as_tensor, _bump, _scalar_of
 from .creation import ones

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
-from ..autograd import _enabled
+from ..grad_mode import _enabled
 from .common import _as_tensor, _dim, _dims, _shape_arg
 from .creation import zeros
 from .elementwise import where

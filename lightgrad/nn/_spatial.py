@@ -20,7 +20,7 @@ import numpy as np
 from .. import backend as B
 from .. import function as Fn
 from . import _kernels as K
-from ..autograd import no_grad
+from ..grad_mode import no_grad
 from ..random import _gen
 from ..tensor import Tensor, _as_tensor, stack
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..autograd import no_grad
+from ..grad_mode import no_grad
 from ..tensor import Tensor, empty
 from . import functional as F
 from . import init

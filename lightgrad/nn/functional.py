@@ -21,7 +21,7 @@ from .. import backend as B
 from .. import dtypes as D
 from .. import function as Fn
 from . import _kernels as K
-from ..autograd import is_grad_enabled, no_grad
+from ..grad_mode import is_grad_enabled, no_grad
 from ..random import _gen
 from ..tensor import _SCALAR_TYPE, Tensor, _dim, where
 

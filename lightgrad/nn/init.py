@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import no_grad
+from ..grad_mode import no_grad
 from ..random import Generator, _gen
 from ..tensor import Tensor
 

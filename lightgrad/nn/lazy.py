@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes as D
-from ..autograd import no_grad
+from ..grad_mode import no_grad
 from ..tensor import Tensor, tensor
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear

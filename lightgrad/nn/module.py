@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import dtypes as D
-from ..autograd import no_grad
+from ..grad_mode import no_grad
 from ..tensor import Size, Tensor
 from .parameter import Buffer, Parameter, is_lazy
 

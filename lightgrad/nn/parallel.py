@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .. import distributed as dist
-from ..autograd import is_grad_enabled, no_grad
+from ..grad_mode import is_grad_enabled, no_grad
 from ..function import Function
 from ..tensor import Tensor
 from .module import Module

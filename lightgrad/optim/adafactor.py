@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, _bump_versions, _own, _scalar, make_lerp_
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..autograd import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, _bump_versions, _own, _Pack, _scalar, check_lr
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from .. import backend as B
 from .. import memory
-from ..autograd import enable_grad
+from ..grad_mode import enable_grad
 from ..tensor import _STAMP, Tensor
 
 # Cache blocking. A rule is 4-12 NumPy passes over the same arrays; run pass by pass over 16 MB arrays,

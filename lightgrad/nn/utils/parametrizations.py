@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...autograd import no_grad
+from ...grad_mode import no_grad
 from ...linalg import solve
 from ...random import randn
 from ...tensor import Tensor, cat, eye

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ...autograd import no_grad
+from ...grad_mode import no_grad
 from ...tensor import Tensor
 from ..container import ModuleDict, ModuleList
 from ..module import Module

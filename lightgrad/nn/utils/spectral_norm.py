@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from ...autograd import no_grad
+from ...grad_mode import no_grad
 from ...tensor import Tensor
 from .. import functional as F
 from ..module import Module

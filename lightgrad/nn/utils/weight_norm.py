@@ -10,7 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, TypeVar
 
-from ...autograd import no_grad
+from ...grad_mode import no_grad
 from ...tensor import Tensor
 from ..module import Module
 from ..parameter import Parameter, is_lazy

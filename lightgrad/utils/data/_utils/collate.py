@@ -18,7 +18,7 @@ import numpy as np
 from ....tensor import Tensor, from_numpy, stack, tensor
 from .... import backend as B
 from .... import dtypes as D
-from ....autograd import is_grad_enabled
+from ....grad_mode import is_grad_enabled
 
 # NumPy dtypes of strings and objects, which have no tensor equivalent
 np_str_obj_array_pattern = re.compile(r"[SaUO]")

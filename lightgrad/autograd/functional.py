@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .autograd import enable_grad
-from .autograd import grad as _autograd_grad_raw
-from .tensor import Tensor, eye, stack, zeros, zeros_like
+from ..grad_mode import enable_grad
+from .differentiate import grad as _autograd_grad_raw
+from ..tensor import Tensor, eye, stack, zeros, zeros_like
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]
 
