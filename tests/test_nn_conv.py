@@ -24,9 +24,8 @@ from helpers import (assert_close_by_dtype, check_case_against_torch, check_case
 import lightgrad as lg
 import lightgrad.nn as nn
 import lightgrad.nn.functional as F
-from lightgrad.nn import _kernels as K
-from lightgrad.nn import _spatial
-from lightgrad.nn._spatial import _LAST_MIN_CHANNELS, ConvStride1, _grid_input_grad
+from lightgrad.nn.functional import _window_kernels as K
+from lightgrad.nn.functional._window_kernels import _LAST_MIN_CHANNELS, ConvStride1, _grid_input_grad
 
 TF = None if torch is None else torch.nn.functional
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")
@@ -496,7 +495,7 @@ class TestConvStride1:
         def spy(*args: Any) -> np.ndarray:
             calls.append(args)
             return _grid_input_grad(*args)
-        monkeypatch.setattr("lightgrad.nn._spatial._grid_input_grad", spy)
+        monkeypatch.setattr("lightgrad.nn.functional._window_kernels._grid_input_grad", spy)
         for xs, ws, kw in FAST:
             calls.clear()
             x = lg.tensor(RNG.standard_normal(xs), requires_grad=True)
@@ -712,7 +711,7 @@ class TestConvStride1BlockedGradients:
         """The full convolution a few images at a time, straight from the NCHW gradient: blocks of
         1 and 2 of 5 images (a last block with fewer images) and one block, input gradient only."""
         xs, ws = (5, 9, 7, 6), (12, 9, 3, 3)
-        monkeypatch.setattr(_spatial, "_BLOCK_BYTES", images_per_block * xs[2] * xs[3] * 9 * ws[0] * 8)
+        monkeypatch.setattr(K, "_BLOCK_BYTES", images_per_block * xs[2] * xs[3] * 9 * ws[0] * 8)
         x, w = (RNG.standard_normal(s) for s in (xs, ws))
         r = RNG.standard_normal((xs[0], ws[0], xs[2], xs[3]))
         got = _grads(lg, x, w, None, r, dict(padding=1), (True, False, False), True)
@@ -727,7 +726,7 @@ class TestConvStride1BlockedGradients:
         """The per-image products summed 1 and 2 images at a time (a last chunk with fewer) and all
         at once: the same weight and bias gradients, in both column layouts."""
         k = xs[1] * ws[2] * ws[3] + 1  # one image's product is O x (kh*kw*C + 1), the bias column included
-        monkeypatch.setattr(_spatial, "_SUM_BYTES", images_per_chunk * ws[0] * k * 8)
+        monkeypatch.setattr(K, "_SUM_BYTES", images_per_chunk * ws[0] * k * 8)
         x, w, b = (RNG.standard_normal(s) for s in (xs, ws, (ws[0],)))
         with torch.no_grad():
             r = RNG.standard_normal(tuple(torch.nn.functional.conv2d(torch.tensor(x), torch.tensor(w), **kw).shape))
@@ -746,7 +745,7 @@ class TestConvStride1BlockedGradients:
         """7 images in blocks of 1, 3 (3 + 3 + 1), 7 and more than 7: the same gradients as PyTorch,
         with and without the weight's gradient asked for."""
         kk_bytes = xs[2] * xs[3] * ws[2] * ws[3] * ws[0] * np.dtype(dtype).itemsize  # one image's gradient columns
-        monkeypatch.setattr(_spatial, "_BLOCK_BYTES", images_per_block * kk_bytes)
+        monkeypatch.setattr(K, "_BLOCK_BYTES", images_per_block * kk_bytes)
         x, w, b = (RNG.standard_normal(s).astype(dtype) for s in (xs, ws, (ws[0],)))
         grads: list[list[np.ndarray]] = []
         r = None

@@ -10,8 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from .. import backend as B
 from ..tensor import Tensor, cat, empty, zeros
 from . import functional as F
@@ -33,7 +31,7 @@ def _float_mask(mask: Tensor | None, dtype: Any, name: str) -> Tensor | None:
         return None
     kind = mask._data.dtype.kind
     if kind == "b":
-        return Tensor._make(B.cast(B.where(mask._data, -np.inf, 0.0), dtype.np))
+        return Tensor._make(B.cast(B.where(mask._data, -B.xp.inf, 0.0), dtype.np))
     if kind != "f":
         raise AssertionError(f"only bool and floating types of {name} are supported")
     return mask

@@ -11,7 +11,7 @@ from typing import Any
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from ._spatial import _tuple
+from .functional import _tuple
 from .module import Module
 from .parameter import _weight_and_bias
 

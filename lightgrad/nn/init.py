@@ -11,8 +11,7 @@ import math
 import warnings
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from ..grad_mode import no_grad
 from ..random import Generator, _gen
 from ..tensor import Tensor
@@ -117,7 +116,7 @@ def eye_(tensor: Tensor) -> Tensor:
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     with no_grad():
-        return _fill(tensor, np.eye(*tensor.shape))
+        return _fill(tensor, B.eye(*tensor.shape))
 
 
 def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
@@ -128,7 +127,7 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
     if sizes[0] % groups != 0:
         raise ValueError("dim 0 must be divisible by groups")
     per_group = sizes[0] // groups
-    out = np.zeros(sizes)
+    out = B.xp.zeros(sizes)
     centre = tuple(s // 2 for s in sizes[2:])
     for g in range(groups):
         for d in range(min(per_group, sizes[1])):
@@ -182,8 +181,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     flat = _gen(generator).standard_normal((rows, cols))
     if rows < cols:
         flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))  # makes Q uniformly distributed (Mezzadri 2007)
+    q, r = B.xp.linalg.qr(flat)
+    q = q * B.xp.sign(B.xp.diag(r))  # makes Q uniformly distributed (Mezzadri 2007)
     if rows < cols:
         q = q.T
     with no_grad():

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from ..tensor import Tensor
 from . import functional as F
+from .distance import PairwiseDistance
 from .module import Module
 
 
@@ -243,7 +244,6 @@ class TripletMarginWithDistanceLoss(_Loss):
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, got {margin} "
                              "instead")
         super().__init__(size_average=None, reduce=None, reduction=reduction)
-        from .distance import PairwiseDistance
         self.distance_function = distance_function if distance_function is not None else PairwiseDistance()
         self.margin, self.swap = margin, swap
 

@@ -12,9 +12,9 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-import numpy as np
-
+from .. import backend as B
 from .. import dtypes as D
+from ..device import device as _device
 from ..grad_mode import no_grad
 from ..tensor import Size, Tensor
 from .parameter import Buffer, Parameter, is_lazy
@@ -48,17 +48,17 @@ def _addindent(s: str, n: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
-def _as_array(value: Any) -> np.ndarray | None:
+def _as_array(value: Any) -> B.ndarray | None:
     """The array behind a state-dict value (lightgrad Tensor, NumPy array, or anything with
     ``__array__``), or None when it is not tensor-like."""
     if isinstance(value, Tensor):
         return value._data
-    if isinstance(value, np.ndarray):
+    if isinstance(value, B.ndarray):
         return value
     if hasattr(value, "__array__") and hasattr(value, "shape"):
         if hasattr(value, "detach"):  # a tensor of another framework that may require grad
             value = value.detach()
-        return np.asarray(value)
+        return B.asarray(value)
     return None
 
 
@@ -372,7 +372,7 @@ class Module:
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
         errors: list[str] = []
-        sources: dict[str, np.ndarray] = {}
+        sources: dict[str, B.ndarray] = {}
         for key, (_, _, t) in targets.items():
             if key not in state_dict:
                 continue
@@ -416,17 +416,17 @@ class Module:
             for key, arr in sources.items():
                 module, name, t = targets[key]
                 if assign:
-                    new = Tensor._make(np.array(arr, dtype=t._data.dtype, copy=True))
+                    new = Tensor._make(B.array(arr, dtype=t._data.dtype, copy=True))
                     if isinstance(t, Parameter):
                         module._parameters[name] = Parameter(new, t.requires_grad)
                     else:
                         module._buffers[name] = new
                 elif t._data.flags.writeable:
                     # in place, so parameter identity and any optimizer flat buffers stay valid
-                    np.copyto(t._data, arr, casting="unsafe")
+                    B.copyto(t._data, arr, casting="unsafe")
                     t._version[0] += 1
                 else:
-                    t._data = np.array(arr, dtype=t._data.dtype, copy=True)
+                    t._data = B.array(arr, dtype=t._data.dtype, copy=True)
         return _IncompatibleKeys(missing, unexpected)
 
     def _load_targets(self) -> dict[str, tuple[Module, str, Tensor]]:
@@ -498,7 +498,6 @@ class Module:
 
     def to(self: T, *args: Any, **kwargs: Any) -> T:
         """``model.to(lightgrad.float64)``, ``model.to('cpu')``: floating tensors take the dtype."""
-        from ..device import device as _device
         dt = kwargs.get("dtype")
         for a in list(args) + [kwargs.get("device"), kwargs.get("tensor")]:
             if isinstance(a, Tensor):

@@ -37,8 +37,7 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .. import distributed as dist
 from ..grad_mode import is_grad_enabled, no_grad
 from ..function import Function
@@ -53,8 +52,8 @@ class _Reduce(Function):
 
     ddp: DistributedDataParallel
 
-    def forward(self, dummy: np.ndarray) -> np.ndarray:
-        return np.zeros((), np.float32)
+    def forward(self, dummy: B.ndarray) -> B.ndarray:
+        return B.xp.zeros((), B.xp.float32)
 
     runs_last = True  # (gradients that add to existing ones land in .grad only at the walk's end)
 
@@ -66,22 +65,22 @@ class _Reduce(Function):
 class _Proxy(Function):
     """Identity on a parameter; its second input ties it to the ``_Reduce`` node."""
 
-    def forward(self, param: np.ndarray, token: np.ndarray) -> np.ndarray:
+    def forward(self, param: B.ndarray, token: B.ndarray) -> B.ndarray:
         return param
 
     def backward(self, g: Any) -> tuple[Any, ...]:
-        return g, np.zeros((), np.float32)
+        return g, B.xp.zeros((), B.xp.float32)
 
 
 class _Bucket:
     """Gradients of same-dtype parameters packed into one flat array, plus a used-count per parameter."""
 
-    def __init__(self, params: list[Tensor], dtype: np.dtype) -> None:
+    def __init__(self, params: list[Tensor], dtype: B.xp.dtype) -> None:
         self.params = params
         self.sizes = [p._data.size for p in params]
-        self.offsets = np.cumsum([0] + self.sizes[:-1]).tolist()
+        self.offsets = B.cumsum([0] + self.sizes[:-1]).tolist()
         self.numel = sum(self.sizes)
-        self.flat = np.zeros(self.numel + len(params), dtype)
+        self.flat = B.xp.zeros(self.numel + len(params), dtype)
         self.views = [self.flat[o:o + n].reshape(p._data.shape) for p, o, n in zip(params, self.offsets, self.sizes)]
         self.used = self.flat[self.numel:]
 
@@ -125,7 +124,7 @@ class DistributedDataParallel(Module):
         if init_sync:
             self._sync_module_states()
         self._buckets = self._make_buckets()
-        self._dummy = Tensor._make(np.zeros((), np.float32))
+        self._dummy = Tensor._make(B.xp.zeros((), B.xp.float32))
         self._dummy.requires_grad = True
         self._dummy._mem = None  # heap storage, even if the wrapper is made inside an arena
 
@@ -135,12 +134,12 @@ class DistributedDataParallel(Module):
         g = self._group
         tensors = list(self.module.parameters()) + list(self.module.buffers())
         desc = ";".join(f"{tuple(t.shape)}{t._data.dtype}" for t in tensors)
-        mine = np.array([len(tensors), sum(t._data.size for t in tensors), zlib.crc32(desc.encode())], np.int64)
-        every = np.empty((g.size, 3), np.int64)
+        mine = B.array([len(tensors), sum(t._data.size for t in tensors), zlib.crc32(desc.encode())], B.xp.int64)
+        every = B.xp.empty((g.size, 3), B.xp.int64)
         g.check()
         g.wait(g.comm.Iallgather(mine, every), "DistributedDataParallel's model check (allgather)")
         for r in range(g.size):
-            if not np.array_equal(every[r], mine):
+            if not B.xp.array_equal(every[r], mine):
                 raise RuntimeError(
                     f"DistributedDataParallel: rank {r} wraps a different model than rank {g.rank}: "
                     f"{every[r][0]} parameters and buffers with {every[r][1]} elements vs {mine[0]} with "
@@ -156,14 +155,14 @@ class DistributedDataParallel(Module):
         if g.size == 1 or not tensors:
             return
         g.check()
-        by_dtype: dict[np.dtype, list[Tensor]] = {}
+        by_dtype: dict[B.xp.dtype, list[Tensor]] = {}
         for t in tensors:
             by_dtype.setdefault(t._data.dtype, []).append(t)
         pending = []
         for dtype, ts in by_dtype.items():
-            flat = np.empty(sum(t._data.size for t in ts), dtype)
+            flat = B.xp.empty(sum(t._data.size for t in ts), dtype)
             if g.rank == 0:
-                np.concatenate([t._data.reshape(-1) for t in ts], out=flat)
+                B.concatenate([t._data.reshape(-1) for t in ts], out=flat)
             pending.append((ts, flat, g.comm.Ibcast(dist.collectives._buffer(flat), root=0)))
         for ts, flat, req in pending:
             g.wait(req, f"DistributedDataParallel's broadcast of {what} from rank 0")
@@ -183,7 +182,7 @@ class DistributedDataParallel(Module):
     def _make_buckets(self) -> list[_Bucket]:
         # reverse order, as PyTorch: the last layers' gradients are complete first
         buckets: list[_Bucket] = []
-        by_dtype: dict[np.dtype, list[Tensor]] = {}
+        by_dtype: dict[B.xp.dtype, list[Tensor]] = {}
         for p in reversed(self._params):
             by_dtype.setdefault(p._data.dtype, []).append(p)
         for dtype, params in by_dtype.items():
@@ -248,7 +247,7 @@ class DistributedDataParallel(Module):
                     b.used[i] = 0
                 else:
                     if gr._data is not b.views[i]:
-                        np.copyto(b.views[i], gr._data)
+                        B.copyto(b.views[i], gr._data)
                     b.used[i] = 1
             reqs.append(g.comm.Iallreduce(MPI.IN_PLACE, b.flat, op=MPI.SUM))
         for k, (b, req) in enumerate(zip(self._buckets, reqs)):
@@ -259,14 +258,14 @@ class DistributedDataParallel(Module):
                     continue  # unused on every rank: grad stays None, as in PyTorch
                 v, gr = b.views[i], p.grad
                 if gr is not None and (gr._data is v or (gr._data.flags.writeable and gr._data.shape == v.shape)):
-                    np.divide(v, g.size, out=gr._data)  # the mean, written where the gradient lives
+                    B.xp.divide(v, g.size, out=gr._data)  # the mean, written where the gradient lives
                     continue
                 # unused here but used elsewhere (or a read-only gradient): a new gradient, placed
                 # as the engine would place it, in an optimizer's flat slot when there is one
                 buf = p._grad_buf
                 if buf is None or buf.shape != v.shape:
-                    buf = np.empty_like(v)
-                np.divide(v, g.size, out=buf)
+                    buf = B.xp.empty_like(v)
+                B.xp.divide(v, g.size, out=buf)
                 p.grad = Tensor._make(buf)
                 p.grad._mem = p._mem  # it lives where its parameter lives, not in a step's arena
 

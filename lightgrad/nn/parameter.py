@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from ..tensor import Tensor, _to_array
+from .. import backend as B
+from ..tensor import Tensor, _to_array, empty
 
 
 def _adopt(self: Tensor, data: Any, requires_grad: bool) -> None:
@@ -24,10 +23,10 @@ def _adopt(self: Tensor, data: Any, requires_grad: bool) -> None:
     self.requires_grad = bool(requires_grad)
 
 
-def _storage(data: Any) -> np.ndarray:
+def _storage(data: Any) -> B.ndarray:
     """The array a Parameter wraps: a Tensor's own storage (shared, as in PyTorch), else a copy."""
     if data is None:
-        return np.empty((0,), np.float32)
+        return B.xp.empty((0,), B.xp.float32)
     if isinstance(data, Tensor):
         return data._data
     return _to_array(data, None)
@@ -68,7 +67,7 @@ class Parameter(Tensor):
         return t
 
 
-def _rebuild_parameter(data: np.ndarray, requires_grad: bool) -> Parameter:
+def _rebuild_parameter(data: B.ndarray, requires_grad: bool) -> Parameter:
     return Parameter(Tensor._make(data), requires_grad)
 
 
@@ -96,7 +95,6 @@ class _Uninitialized:
 
     def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
         """Give the placeholder (uninitialised) storage of ``shape``; it becomes a plain Parameter or Tensor."""
-        from ..tensor import empty
         t = empty(*tuple(shape), dtype=dtype if dtype is not None else self.dtype)  # type: ignore[attr-defined]
         _adopt(self, t, self.requires_grad)  # type: ignore[arg-type, attr-defined]
         self.__class__ = self.cls_to_become
@@ -125,7 +123,6 @@ class UninitializedParameter(_Uninitialized, Parameter):
     cls_to_become = Parameter
 
     def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None) -> None:
-        from ..tensor import empty
         _adopt(self, empty(0, dtype=dtype), requires_grad)
 
 
@@ -136,7 +133,6 @@ class UninitializedBuffer(_Uninitialized, Tensor):
 
     def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
                  persistent: bool = True) -> None:
-        from ..tensor import empty
         _adopt(self, empty(0, dtype=dtype), requires_grad)
 
 
@@ -148,7 +144,6 @@ def is_lazy(param: Any) -> bool:
 def _weight_and_bias(m: Any, weight_shape: tuple[int, ...], out: int, bias: bool, dtype: Any, device: Any) -> None:
     """Register a layer's weight and, if ``bias``, its bias of size ``out`` (uninitialised: the
     layer's reset_parameters fills them), or None in the bias's place."""
-    from ..tensor import empty
     m.weight = Parameter(empty(*weight_shape, dtype=dtype, device=device))
     m.register_parameter("bias", Parameter(empty(out, dtype=dtype, device=device)) if bias else None)
 

@@ -13,16 +13,18 @@ from . import functional as F
 from .module import Module
 
 __all__ = [
-    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
-    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
-    "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-    "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d", "FractionalMaxPool3d",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "AvgPool1d", "AvgPool2d",
+    "AvgPool3d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
+    "FractionalMaxPool3d", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d",
 ]
 
 
 def _single(v: Any) -> tuple[int, ...]:
     return tuple(v) if isinstance(v, tuple | list) else (v,)
 
+
+# ---- max pooling -------------------------------------------------------------------------------
 
 class _MaxPoolNd(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
@@ -62,153 +64,6 @@ class MaxPool2d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool1d(Module):
-    """1-D average pooling over (N, C, L).
-
-    >>> nn.AvgPool1d(2)(lightgrad.ones(1, 1, 4))
-    tensor([[[1., 1.]]])
-    """
-
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True) -> None:
-        super().__init__()
-        self.kernel_size = _single(kernel_size)  # PyTorch keeps 1-tuples here (unlike AvgPool2d)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding, self.ceil_mode, self.count_include_pad = _single(padding), ceil_mode, count_include_pad
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class _AvgPoolNd(Module):
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
-                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
-        self.divisor_override = divisor_override
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-
-
-class AvgPool2d(_AvgPoolNd):
-    """2-D average pooling over (N, C, H, W).
-
-    >>> nn.AvgPool2d(2)(lightgrad.randn(1, 3, 8, 8)).shape
-    lightgrad.Size([1, 3, 4, 4])
-    """
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-
-class _AdaptiveNd(Module):
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
-
-
-class AdaptiveAvgPool1d(_AdaptiveNd):
-    """Average over adaptive windows to a fixed length.
-
-    >>> nn.AdaptiveAvgPool1d(3)(lightgrad.randn(1, 2, 10)).shape
-    lightgrad.Size([1, 2, 3])
-    """
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool1d(input, self.output_size)
-
-
-class AdaptiveAvgPool2d(_AdaptiveNd):
-    """Average over adaptive windows to a fixed (H, W); ``AdaptiveAvgPool2d(1)`` is global pooling.
-
-    >>> nn.AdaptiveAvgPool2d((1, 1))(lightgrad.randn(2, 8, 5, 7)).shape
-    lightgrad.Size([2, 8, 1, 1])
-    """
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-
-class AdaptiveMaxPool1d(_AdaptiveNd):
-    """Max over adaptive windows to a fixed length.
-
-    >>> nn.AdaptiveMaxPool1d(3)(lightgrad.randn(1, 2, 10)).shape
-    lightgrad.Size([1, 2, 3])
-    """
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__(output_size)
-        self.return_indices = return_indices
-
-    def forward(self, input: Tensor) -> Any:
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
-
-
-class AdaptiveMaxPool2d(_AdaptiveNd):
-    """Max over adaptive windows to a fixed (H, W).
-
-    >>> nn.AdaptiveMaxPool2d(2)(lightgrad.randn(1, 2, 5, 7)).shape
-    lightgrad.Size([1, 2, 2, 2])
-    """
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__(output_size)
-        self.return_indices = return_indices
-
-    def forward(self, input: Tensor) -> Any:
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-
-class Upsample(Module):
-    """Resize by ``scale_factor`` or to ``size`` with nearest, (bi/tri)linear, bicubic or area.
-
-    >>> nn.Upsample(scale_factor=2, mode="bilinear")(lightgrad.randn(1, 1, 3, 3)).shape
-    lightgrad.Size([1, 1, 6, 6])
-    """
-
-    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
-                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
-        super().__init__()
-        self.name = type(self).__name__
-        self.size = size
-        if isinstance(scale_factor, tuple | list):
-            self.scale_factor: Any = tuple(float(f) for f in scale_factor)
-        else:
-            self.scale_factor = float(scale_factor) if scale_factor else None
-        self.mode, self.align_corners = mode, align_corners
-        self.recompute_scale_factor = recompute_scale_factor
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                             recompute_scale_factor=self.recompute_scale_factor)
-
-    def extra_repr(self) -> str:
-        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
-        return info + f", mode={self.mode!r}"
-
-
-class UpsamplingNearest2d(Upsample):
-    """``Upsample(mode='nearest')`` for (N, C, H, W).
-
-    >>> nn.UpsamplingNearest2d(scale_factor=2)(lightgrad.randn(1, 1, 2, 2)).shape
-    lightgrad.Size([1, 1, 4, 4])
-    """
-
-    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
-        super().__init__(size, scale_factor, mode="nearest")
-
-
 class MaxPool3d(_MaxPoolNd):
     """3-D max pooling over (N, C, D, H, W).
 
@@ -221,43 +76,7 @@ class MaxPool3d(_MaxPoolNd):
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
-class AvgPool3d(_AvgPoolNd):
-    """3-D average pooling over (N, C, D, H, W).
-
-    >>> nn.AvgPool3d(2)(lightgrad.randn(1, 2, 4, 4, 4)).shape
-    lightgrad.Size([1, 2, 2, 2, 2])
-    """
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-
-class AdaptiveAvgPool3d(_AdaptiveNd):
-    """Average over adaptive windows to a fixed (D, H, W).
-
-    >>> nn.AdaptiveAvgPool3d(1)(lightgrad.randn(1, 2, 3, 4, 5)).shape
-    lightgrad.Size([1, 2, 1, 1, 1])
-    """
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.adaptive_avg_pool3d(input, self.output_size)
-
-
-class AdaptiveMaxPool3d(_AdaptiveNd):
-    """Max over adaptive windows to a fixed (D, H, W).
-
-    >>> nn.AdaptiveMaxPool3d(2)(lightgrad.randn(1, 2, 3, 4, 5)).shape
-    lightgrad.Size([1, 2, 2, 2, 2])
-    """
-
-    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
-        super().__init__(output_size)
-        self.return_indices = return_indices
-
-    def forward(self, input: Tensor) -> Any:
-        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
-
+# ---- max unpooling -----------------------------------------------------------------------------
 
 class _MaxUnpoolNd(Module):
     nd = 1
@@ -306,18 +125,157 @@ class MaxUnpool3d(_MaxUnpoolNd):
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
-class UpsamplingBilinear2d(Upsample):
-    """``Upsample(mode='bilinear', align_corners=True)`` for (N, C, H, W).
+# ---- average pooling ---------------------------------------------------------------------------
 
-    >>> nn.UpsamplingBilinear2d(scale_factor=2)(lightgrad.randn(1, 1, 2, 2)).shape
-    lightgrad.Size([1, 1, 4, 4])
+class AvgPool1d(Module):
+    """1-D average pooling over (N, C, L).
+
+    >>> nn.AvgPool1d(2)(lightgrad.ones(1, 1, 4))
+    tensor([[[1., 1.]]])
     """
 
-    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
-        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True) -> None:
+        super().__init__()
+        self.kernel_size = _single(kernel_size)  # PyTorch keeps 1-tuples here (unlike AvgPool2d)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding, self.ceil_mode, self.count_include_pad = _single(padding), ceil_mode, count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-# ---- compat layers 3 ---------------------------------------------------------------------------
+class _AvgPoolNd(Module):
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
+        self.divisor_override = divisor_override
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over (N, C, H, W).
+
+    >>> nn.AvgPool2d(2)(lightgrad.randn(1, 3, 8, 8)).shape
+    lightgrad.Size([1, 3, 4, 4])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling over (N, C, D, H, W).
+
+    >>> nn.AvgPool3d(2)(lightgrad.randn(1, 2, 4, 4, 4)).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
+# ---- adaptive pooling --------------------------------------------------------------------------
+
+class _AdaptiveNd(Module):
+    def __init__(self, output_size: Any) -> None:
+        super().__init__()
+        self.output_size = output_size
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptiveNd):
+    """Average over adaptive windows to a fixed length.
+
+    >>> nn.AdaptiveAvgPool1d(3)(lightgrad.randn(1, 2, 10)).shape
+    lightgrad.Size([1, 2, 3])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptiveNd):
+    """Average over adaptive windows to a fixed (H, W); ``AdaptiveAvgPool2d(1)`` is global pooling.
+
+    >>> nn.AdaptiveAvgPool2d((1, 1))(lightgrad.randn(2, 8, 5, 7)).shape
+    lightgrad.Size([2, 8, 1, 1])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(_AdaptiveNd):
+    """Average over adaptive windows to a fixed (D, H, W).
+
+    >>> nn.AdaptiveAvgPool3d(1)(lightgrad.randn(1, 2, 3, 4, 5)).shape
+    lightgrad.Size([1, 2, 1, 1, 1])
+    """
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptiveNd):
+    """Max over adaptive windows to a fixed length.
+
+    >>> nn.AdaptiveMaxPool1d(3)(lightgrad.randn(1, 2, 10)).shape
+    lightgrad.Size([1, 2, 3])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptiveNd):
+    """Max over adaptive windows to a fixed (H, W).
+
+    >>> nn.AdaptiveMaxPool2d(2)(lightgrad.randn(1, 2, 5, 7)).shape
+    lightgrad.Size([1, 2, 2, 2])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveNd):
+    """Max over adaptive windows to a fixed (D, H, W).
+
+    >>> nn.AdaptiveMaxPool3d(2)(lightgrad.randn(1, 2, 3, 4, 5)).shape
+    lightgrad.Size([1, 2, 2, 2, 2])
+    """
+
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
+# ---- power-average (LP) pooling ----------------------------------------------------------------
 
 class _LPPoolNd(Module):
     def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None, ceil_mode: bool = False) -> None:
@@ -353,6 +311,8 @@ class LPPool3d(_LPPoolNd):
     def forward(self, input: Tensor) -> Tensor:
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
+
+# ---- fractional max pooling --------------------------------------------------------------------
 
 class _FractionalMaxPoolNd(Module):
     _nd = 2
@@ -401,3 +361,55 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     def forward(self, input: Tensor) -> Any:
         return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
                                        self.return_indices, _random_samples=self._random_samples)
+
+
+# ---- upsampling --------------------------------------------------------------------------------
+
+class Upsample(Module):
+    """Resize by ``scale_factor`` or to ``size`` with nearest, (bi/tri)linear, bicubic or area.
+
+    >>> nn.Upsample(scale_factor=2, mode="bilinear")(lightgrad.randn(1, 1, 3, 3)).shape
+    lightgrad.Size([1, 1, 6, 6])
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        if isinstance(scale_factor, tuple | list):
+            self.scale_factor: Any = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                             recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample(mode='nearest')`` for (N, C, H, W).
+
+    >>> nn.UpsamplingNearest2d(scale_factor=2)(lightgrad.randn(1, 1, 2, 2)).shape
+    lightgrad.Size([1, 1, 4, 4])
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample(mode='bilinear', align_corners=True)`` for (N, C, H, W).
+
+    >>> nn.UpsamplingBilinear2d(scale_factor=2)(lightgrad.randn(1, 1, 2, 2)).shape
+    lightgrad.Size([1, 1, 4, 4])
+    """
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

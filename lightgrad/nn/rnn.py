@@ -16,7 +16,7 @@ import math
 import warnings
 from typing import Any
 
-from . import _kernels as K
+from .functional import _rnn_kernels as K
 from ..tensor import Tensor, cat, empty, stack, zeros
 from . import functional as F
 from . import init

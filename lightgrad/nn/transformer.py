@@ -14,9 +14,8 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from .. import autograd
+from .. import backend as B
 from ..tensor import Tensor, full
 from . import functional as F
 from .activation import GELU, ReLU
@@ -67,9 +66,9 @@ def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None, size: in
     m = mask._data
     if m.shape != (sz, sz):
         return False
-    if m.dtype == np.bool_:  # compared after PyTorch's bool -> float conversion
-        m = np.where(m, -np.inf, 0.0)
-    return bool((m == np.triu(np.full((sz, sz), -np.inf), 1)).all())
+    if m.dtype == B.xp.bool_:  # compared after PyTorch's bool -> float conversion
+        m = B.xp.where(m, -B.xp.inf, 0.0)
+    return bool((m == B.xp.triu(B.full((sz, sz), -B.xp.inf), 1)).all())
 
 
 def _why_not_nested(layer: Module) -> str:
@@ -269,8 +268,8 @@ class TransformerEncoder(Module):
             return None
         if autograd.is_grad_enabled() and (src.requires_grad or any(p.requires_grad for p in first.parameters())):
             return None
-        keep = ~np.asarray(kpm._data, dtype=bool) if kpm._data.dtype == np.bool_ else kpm._data == 0
-        if self.mask_check and not (np.sort(keep, axis=1)[:, ::-1] == keep).all():
+        keep = ~B.asarray(kpm._data, dtype=bool) if kpm._data.dtype == B.xp.bool_ else kpm._data == 0
+        if self.mask_check and not (B.xp.sort(keep, axis=1)[:, ::-1] == keep).all():
             return None  # not left aligned: PyTorch runs the ordinary path
         return Tensor._make(~keep[:, :, None])
 

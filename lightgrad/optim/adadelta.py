@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_add_, make_addcmul_, make_grad
 
 
@@ -32,26 +31,26 @@ class Adadelta(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("square_avg", "acc_delta")
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         rho = float(group["rho"])
         grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
         r, eps = const(rho, dtype), const(float(group["eps"]), dtype)
         accumulate = make_addcmul_(1 - rho, dtype)
         step = make_add_(-_scalar(group["lr"]), dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             v, acc = s["square_avg"], s["acc_delta"]
-            np.multiply(v, r, v)
+            B.xp.multiply(v, r, v)
             accumulate(v, g, g, t[1])
-            std = np.add(v, eps, t[1])
-            np.sqrt(std, std)
-            delta = np.add(acc, eps, t[2])
-            np.sqrt(delta, delta)
-            np.divide(delta, std, delta)
-            np.multiply(delta, g, delta)
-            np.multiply(acc, r, acc)
+            std = B.xp.add(v, eps, t[1])
+            B.xp.sqrt(std, std)
+            delta = B.xp.add(acc, eps, t[2])
+            B.xp.sqrt(delta, delta)
+            B.xp.divide(delta, std, delta)
+            B.xp.multiply(delta, g, delta)
+            B.xp.multiply(acc, r, acc)
             accumulate(acc, delta, delta, t[1])
             step(p, delta, t[1])
         return rule

@@ -5,17 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from ..grad_mode import enable_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, _bump_versions, _own, _scalar, make_lerp_
 
 
-def _norm(x: np.ndarray, axis: int | None = None) -> Any:
+def _norm(x: B.ndarray, axis: int | None = None) -> Any:
     """The 2-norm (of all of ``x`` as a float, or along ``axis`` keeping it), as ``torch.norm``."""
-    sq = np.sum(x * x, axis=axis, keepdims=axis is not None)
-    return float(np.sqrt(sq)) if axis is None else np.sqrt(sq)
+    sq = B.xp.sum(x * x, axis=axis, keepdims=axis is not None)
+    return float(B.xp.sqrt(sq)) if axis is None else B.xp.sqrt(sq)
 
 
 class Adafactor(Optimizer):
@@ -56,7 +55,7 @@ class Adafactor(Optimizer):
                 loss = closure()
         # everything is read and checked before the first parameter changes: a step that raises has
         # changed nothing
-        work: list[tuple[tuple[Any, ...], list[tuple[Tensor, np.ndarray]]]] = []
+        work: list[tuple[tuple[Any, ...], list[tuple[Tensor, B.ndarray]]]] = []
         for group in self.param_groups:
             eps1, eps2 = group["eps"]
             hyper = (_scalar(group["lr"]), float(group["beta2_decay"]), float(group["d"]),
@@ -78,15 +77,15 @@ class Adafactor(Optimizer):
                 x = p._data
                 g = -g if maximize else g
                 if eps1 is None:  # as PyTorch: the first parameter's dtype sets it for the whole group
-                    eps1 = float(np.finfo(x.dtype).eps)
+                    eps1 = float(B.finfo(x.dtype).eps)
                 st = self.state[p]
                 if not st:
-                    st["step"] = _own(np.zeros((), np.float32), None)
+                    st["step"] = _own(B.xp.zeros((), B.xp.float32), None)
                     if g.ndim > 1:
-                        st["row_var"] = _own(np.zeros((*g.shape[:-1], 1), x.dtype), None)
-                        st["col_var"] = _own(np.zeros((*g.shape[:-2], 1, g.shape[-1]), x.dtype), None)
+                        st["row_var"] = _own(B.xp.zeros((*g.shape[:-1], 1), x.dtype), None)
+                        st["col_var"] = _own(B.xp.zeros((*g.shape[:-2], 1, g.shape[-1]), x.dtype), None)
                     else:
-                        st["variance"] = _own(np.zeros(g.shape, x.dtype), None)
+                        st["variance"] = _own(B.xp.zeros(g.shape, x.dtype), None)
                 step_arr = st["step"]._data
                 step_arr += 1
                 step = float(step_arr)
@@ -94,22 +93,22 @@ class Adafactor(Optimizer):
                 rho = min(lr, 1 / step ** 0.5)
                 alpha = max(eps2, _norm(x) / x.size ** 0.5) * rho
                 if wd != 0:
-                    np.multiply(x, x.dtype.type(1 - lr * wd), x)
+                    B.xp.multiply(x, x.dtype.type(1 - lr * wd), x)
                 lerp_ = make_lerp_(w, x.dtype)
                 if g.ndim > 1:
                     row, col = st["row_var"]._data, st["col_var"]._data
-                    row_mean = np.square(_norm(g, -1)) / x.dtype.type(g.shape[-1])
-                    lerp_(row, row_mean, np.empty_like(row))
-                    col_mean = np.square(_norm(g, -2)) / x.dtype.type(g.shape[-2])
-                    lerp_(col, col_mean, np.empty_like(col))
-                    var = np.matmul(row, col)
-                    var /= np.maximum(row.mean(axis=-2, keepdims=True), x.dtype.type(eps1))
+                    row_mean = B.xp.square(_norm(g, -1)) / x.dtype.type(g.shape[-1])
+                    lerp_(row, row_mean, B.xp.empty_like(row))
+                    col_mean = B.xp.square(_norm(g, -2)) / x.dtype.type(g.shape[-2])
+                    lerp_(col, col_mean, B.xp.empty_like(col))
+                    var = B.xp.matmul(row, col)
+                    var /= B.xp.maximum(row.mean(axis=-2, keepdims=True), x.dtype.type(eps1))
                 else:
                     v = st["variance"]._data
-                    lerp_(v, g * g, np.empty_like(v))
+                    lerp_(v, g * g, B.xp.empty_like(v))
                     var = v.copy()
-                np.maximum(var, x.dtype.type(eps1 * eps1), out=var)
-                update = np.reciprocal(np.sqrt(var, var), var)  # rsqrt
+                B.xp.maximum(var, x.dtype.type(eps1 * eps1), out=var)
+                update = B.xp.reciprocal(B.xp.sqrt(var, var), var)  # rsqrt
                 update *= g
                 denom = max(1.0, _norm(update) / (update.size ** 0.5 * d))
                 update *= x.dtype.type(-alpha / denom)

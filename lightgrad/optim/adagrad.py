@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_addcdiv_, make_addcmul_, make_grad
 
 
@@ -43,19 +42,19 @@ class Adagrad(Optimizer):
         # PyTorch starts every group's sum at the constructor's value, whatever the group says
         return float(self.defaults["initial_accumulator_value"])
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         clr = _scalar(group["lr"]) / (1 + (sc["step"] - 1) * float(group["lr_decay"]))
         grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
         eps = const(float(group["eps"]), dtype)
         accumulate = make_addcmul_(1.0, dtype)
         step = make_addcdiv_(-clr, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             acc = s["sum"]
             accumulate(acc, g, g, t[1])
-            std = np.sqrt(acc, t[1])
-            np.add(std, eps, std)
+            std = B.xp.sqrt(acc, t[1])
+            B.xp.add(std, eps, std)
             step(p, g, std, t[2])
         return rule

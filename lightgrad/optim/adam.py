@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_adam_moments
 
 
@@ -36,7 +35,7 @@ class Adam(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq", "max_exp_avg_sq") if group["amsgrad"] else ("exp_avg", "exp_avg_sq")
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (_scalar(b) for b in group["betas"])
         step = sc["step"]
@@ -49,16 +48,16 @@ class Adam(Optimizer):
         neg_step = const(-lr / (1 - beta1 ** step) * bc2_sqrt, dtype)
         eps_scaled = const(eps * bc2_sqrt, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             moments(p, g, s, t)
             v = s["exp_avg_sq"]
-            if amsgrad:  # out= by name: np.maximum deprecates it positionally
-                v = np.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
-            denom = np.sqrt(v, t[1])
-            np.add(denom, eps_scaled, denom)
-            upd = np.multiply(s["exp_avg"], neg_step, t[2])
-            np.divide(upd, denom, upd)
-            np.add(p, upd, p)
+            if amsgrad:  # out= by name: NumPy's maximum deprecates it positionally
+                v = B.xp.maximum(s["max_exp_avg_sq"], v, out=s["max_exp_avg_sq"])
+            denom = B.xp.sqrt(v, t[1])
+            B.xp.add(denom, eps_scaled, denom)
+            upd = B.xp.multiply(s["exp_avg"], neg_step, t[2])
+            B.xp.divide(upd, denom, upd)
+            B.xp.add(p, upd, p)
         return rule
 
 

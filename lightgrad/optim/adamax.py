@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import (Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_addcdiv_, make_grad,
                         make_lerp_)
 
@@ -33,21 +32,21 @@ class Adamax(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_inf")
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         beta1, beta2 = (float(b) for b in group["betas"])
         grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
         b2, eps = const(beta2, dtype), const(float(group["eps"]), dtype)
         lerp_ = make_lerp_(1 - beta1, dtype)
         step = make_addcdiv_(-_scalar(group["lr"]) / (1 - beta1 ** sc["step"]), dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             m, u = s["exp_avg"], s["exp_inf"]
             lerp_(m, g, t[1])
-            np.multiply(u, b2, u)
-            bound = np.abs(g, t[1])
-            np.add(bound, eps, bound)
-            np.maximum(u, bound, out=u)  # out= by name: np.maximum deprecates it positionally
+            B.xp.multiply(u, b2, u)
+            bound = B.xp.abs(g, t[1])
+            B.xp.add(bound, eps, bound)
+            B.xp.maximum(u, bound, out=u)  # out= by name: NumPy's maximum deprecates it positionally
             step(p, m, u, t[1])
         return rule

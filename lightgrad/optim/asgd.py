@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_add_, make_grad
 
 
@@ -37,30 +36,30 @@ class ASGD(Optimizer):
         lr, lambd = _scalar(group["lr"]), float(group["lambd"])
         # this step uses the eta and mu of the state (a new state's eta is lr, as a float32 tensor), then
         # stores the next ones; the rule reads these two from the extra keys
-        sc["eta_now"] = float(np.float32(lr)) if sc["step"] == 0 else sc["eta"]
+        sc["eta_now"] = float(B.xp.float32(lr)) if sc["step"] == 0 else sc["eta"]
         sc["mu_now"] = sc["mu"]
         step = sc["step"] + 1
         sc["step"] = step
         sc["eta"] = lr / ((1 + lambd * lr * step) ** float(group["alpha"]))
         sc["mu"] = 1 / max(1, step - float(group["t0"]))
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         eta, mu = sc["eta_now"], sc["mu_now"]
         grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
         decay = const(1 - float(group["lambd"]) * eta, dtype)
         step = make_add_(-eta, dtype)
         m = const(mu, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
-            np.multiply(p, decay, p)
+            B.xp.multiply(p, decay, p)
             step(p, g, t[1])
             ax = s["ax"]
             if mu != 1:
-                np.subtract(p, ax, t[1])
-                np.multiply(t[1], m, t[1])
-                np.add(ax, t[1], ax)
+                B.xp.subtract(p, ax, t[1])
+                B.xp.multiply(t[1], m, t[1])
+                B.xp.add(ax, t[1], ax)
             else:
-                np.copyto(ax, p)
+                B.copyto(ax, p)
         return rule

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import numpy as np
-
+from .. import backend as B
 from ..grad_mode import enable_grad
 from ..tensor import Tensor
 from .optimizer import Optimizer, _bump_versions, _own, _Pack, _scalar, check_lr
@@ -31,7 +30,7 @@ def _cubic_interpolate(x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any,
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
     if d2_square >= 0:
-        d2 = np.sqrt(d2_square)
+        d2 = B.xp.sqrt(d2_square)
         if x1 <= x2:
             min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
@@ -40,11 +39,11 @@ def _cubic_interpolate(x1: Any, f1: Any, g1: Any, x2: Any, f2: Any, g2: Any,
     return (xmin_bound + xmax_bound) / 2.0
 
 
-def _strong_wolfe(obj_func: Callable[..., tuple[float, np.ndarray]], x: list[np.ndarray], t: Any,
-                  d: np.ndarray, f: float, g: np.ndarray, gtd: Any, c1: float = 1e-4, c2: float = 0.9,
-                  tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[float, np.ndarray, Any, int]:
+def _strong_wolfe(obj_func: Callable[..., tuple[float, B.ndarray]], x: list[B.ndarray], t: Any,
+                  d: B.ndarray, f: float, g: B.ndarray, gtd: Any, c1: float = 1e-4, c2: float = 0.9,
+                  tolerance_change: float = 1e-9, max_ls: int = 25) -> tuple[float, B.ndarray, Any, int]:
     """A line search along ``d`` satisfying the strong Wolfe conditions (PyTorch's port of minFunc)."""
-    d_norm = np.abs(d).max()
+    d_norm = B.xp.abs(d).max()
     g = g.copy()
     f_new, g_new = obj_func(x, t, d)
     ls_func_evals = 1
@@ -147,22 +146,22 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     # ---- the flat vector ---------------------------------------------------------------------------
-    def _gather_flat_grad(self, packs: list[_Pack]) -> np.ndarray:
+    def _gather_flat_grad(self, packs: list[_Pack]) -> B.ndarray:
         """A copy of all gradients as one vector (zeros where a grad is None)."""
-        out = np.empty(sum(p.size for p in packs), np.result_type(*[p.flat.dtype for p in packs]))
+        out = B.xp.empty(sum(p.size for p in packs), B.result_type(*[p.flat.dtype for p in packs]))
         off = 0
         for pack in packs:
             seg = out[off:off + pack.size]
             off += pack.size
             grads = [p.grad for p in pack.params]
             if all(g is not None and g._data is v for g, v in zip(grads, pack.gviews)):
-                np.copyto(seg, pack.grad)
+                B.copyto(seg, pack.grad)
                 continue
             for g, (a, b) in zip(grads, pack.bounds):
                 seg[a:b] = 0 if g is None else g._data.reshape(-1)
         return out
 
-    def _add_grad(self, packs: list[_Pack], step_size: Any, update: np.ndarray) -> None:
+    def _add_grad(self, packs: list[_Pack], step_size: Any, update: B.ndarray) -> None:
         """Parameters += step_size * update."""
         off = 0
         for pack in packs:
@@ -170,9 +169,9 @@ class LBFGS(Optimizer):
             off += pack.size
             _bump_versions(pack.versions)
 
-    def _set_param(self, packs: list[_Pack], x: list[np.ndarray]) -> None:
+    def _set_param(self, packs: list[_Pack], x: list[B.ndarray]) -> None:
         for pack, xi in zip(packs, x):
-            np.copyto(pack.flat, xi)
+            B.copyto(pack.flat, xi)
             _bump_versions(pack.versions)
 
     # ---- the step ----------------------------------------------------------------------------------
@@ -201,7 +200,7 @@ class LBFGS(Optimizer):
         state["func_evals"] += 1
         packs = self._packs_for_step(group)
         flat_grad = self._gather_flat_grad(packs)
-        if np.abs(flat_grad).max() <= tolerance_grad:
+        if B.xp.abs(flat_grad).max() <= tolerance_grad:
             return orig_loss
 
         dtype = flat_grad.dtype
@@ -245,10 +244,10 @@ class LBFGS(Optimizer):
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.copy()
             else:
-                np.copyto(prev_flat_grad, flat_grad)
+                B.copyto(prev_flat_grad, flat_grad)
             prev_loss = loss
             # the first step is scaled down: the curvature is not known yet
-            t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
+            t = min(1.0, 1.0 / B.xp.abs(flat_grad).sum()) * lr if state["n_iter"] == 1 else lr
             gtd = flat_grad.dot(d)
             if gtd > -tolerance_change:  # not a descent direction
                 break
@@ -257,7 +256,7 @@ class LBFGS(Optimizer):
             if line_search_fn is not None:
                 x_init = [pack.flat.copy() for pack in packs]
 
-                def obj_func(x: list[np.ndarray], t: Any, d: np.ndarray) -> tuple[float, np.ndarray]:
+                def obj_func(x: list[B.ndarray], t: Any, d: B.ndarray) -> tuple[float, B.ndarray]:
                     self._add_grad(packs, t, d)
                     f = float(evaluate())
                     g = self._gather_flat_grad(packs)
@@ -267,7 +266,7 @@ class LBFGS(Optimizer):
                 loss, flat_grad, t, ls_func_evals = _strong_wolfe(obj_func, x_init, t, d, loss, flat_grad, gtd,
                                                                   max_ls=max_eval - current_evals)
                 self._add_grad(packs, t, d)
-                opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                opt_cond = B.xp.abs(flat_grad).max() <= tolerance_grad
             else:
                 self._add_grad(packs, t, d)
                 opt_cond = False
@@ -275,14 +274,14 @@ class LBFGS(Optimizer):
                     # re-evaluate, except on the last iteration, where the caller will anyway
                     loss = float(evaluate())
                     flat_grad = self._gather_flat_grad(packs)
-                    opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                    opt_cond = B.xp.abs(flat_grad).max() <= tolerance_grad
                     ls_func_evals = 1
             current_evals += ls_func_evals
             state["func_evals"] += ls_func_evals
 
             if n_iter == max_iter or current_evals >= max_eval or opt_cond:
                 break
-            if np.abs(d * t).max() <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
+            if B.xp.abs(d * t).max() <= tolerance_change or abs(loss - prev_loss) < tolerance_change:
                 break
 
         state.update({"d": _wrap(d), "t": _wrap(t), "old_dirs": _wrap(old_dirs), "old_stps": _wrap(old_stps),
@@ -297,12 +296,12 @@ def _wrap(v: Any) -> Any:
     """State values as PyTorch keeps them: tensors (0-d for NumPy scalars), lists of tensors, numbers."""
     if isinstance(v, list):
         return [_wrap(x) for x in v]
-    if isinstance(v, np.ndarray | np.generic):
-        return _own(np.asarray(v), None)  # LBFGS history lives on the heap
+    if isinstance(v, B.ndarray | B.xp.generic):
+        return _own(B.asarray(v), None)  # LBFGS history lives on the heap
     return v
 
 
-def _unwrap(v: Any, dtype: np.dtype) -> Any:
+def _unwrap(v: Any, dtype: B.xp.dtype) -> Any:
     if isinstance(v, list):
         return [_unwrap(x, dtype) for x in v]
     if isinstance(v, Tensor):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_adam_moments
 
 
@@ -43,9 +42,9 @@ class NAdam(Optimizer):
         sc["mu"] = mu
         sc["mu_next"] = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * md))
         # mu_product is a float32 tensor in PyTorch, so its product rounds to float32 every step
-        sc["mu_product"] = float(np.float32(sc["mu_product"]) * np.float32(mu))
+        sc["mu_product"] = float(B.xp.float32(sc["mu_product"]) * B.xp.float32(mu))
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (float(b) for b in group["betas"])
         step, mu, mu_next, mu_product = sc["step"], sc["mu"], sc["mu_next"], sc["mu_product"]
@@ -58,12 +57,12 @@ class NAdam(Optimizer):
         c_m = const((-lr * mu_next) / (1.0 - mu_product * mu_next) * bc2_sqrt, dtype)
         eps_scaled = const(eps * bc2_sqrt, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             g = moments(p, g, s, t)
-            denom = np.sqrt(s["exp_avg_sq"], t[1])
-            np.add(denom, eps_scaled, denom)
-            upd = np.multiply(s["exp_avg"], c_m, t[2])
-            np.add(upd, np.multiply(g, c_g, t[0]), upd)  # g may be t[0] itself: not needed after
-            np.divide(upd, denom, upd)
-            np.add(p, upd, p)
+            denom = B.xp.sqrt(s["exp_avg_sq"], t[1])
+            B.xp.add(denom, eps_scaled, denom)
+            upd = B.xp.multiply(s["exp_avg"], c_m, t[2])
+            B.xp.add(upd, B.xp.multiply(g, c_g, t[0]), upd)  # g may be t[0] itself: not needed after
+            B.xp.divide(upd, denom, upd)
+            B.xp.add(p, upd, p)
         return rule

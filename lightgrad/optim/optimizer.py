@@ -30,8 +30,6 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any, ClassVar
 
-import numpy as np
-
 from .. import backend as B
 from .. import memory
 from ..grad_mode import enable_grad
@@ -63,7 +61,7 @@ _THREADS = min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") 
 Rule = Callable[..., Any]
 # one planned update of a pack: parameters i0:i1, their gradient (None: their slice of the flat gradient),
 # their scalars after it, and its rule
-_Update = tuple[int, int, np.ndarray | None, dict[str, float], Rule]
+_Update = tuple[int, int, B.ndarray | None, dict[str, float], Rule]
 
 _DATA = operator.attrgetter("_arr")  # (identity checks only: no storage read)
 _GRAD = operator.attrgetter("_grad")
@@ -89,7 +87,7 @@ def _scalar(v: Any) -> float:
     return float(v.item()) if isinstance(v, Tensor) else float(v)
 
 
-def _own(arr: np.ndarray, home: Any) -> Tensor:
+def _own(arr: B.ndarray, home: Any) -> Tensor:
     """A Tensor over optimizer-owned storage: it lives where the optimizer lives (``home``, the arena
     active when the optimizer was built, or the heap), never in the temporary arena of a step."""
     t = Tensor._make(arr)
@@ -113,7 +111,7 @@ class _Pack:
     __slots__ = ("params", "bounds", "flat", "grad", "views", "gviews", "versions", "bufs", "scal",
                  "inited", "n_inited", "uniform", "scratch", "chunks", "repeats")
 
-    def __init__(self, params: list[Tensor], dtype: np.dtype, home: Any) -> None:
+    def __init__(self, params: list[Tensor], dtype: B.xp.dtype, home: Any) -> None:
         self.params = params
         self.bounds: list[tuple[int, int]] = []
         n = 0
@@ -125,18 +123,18 @@ class _Pack:
         self.flat = memory.empty_like_home(home, (n,), dtype)
         self.grad = memory.empty_like_home(home, (n,), dtype)
         self.grad.fill(0)
-        self.views: list[np.ndarray] = []
-        self.gviews: list[np.ndarray] = []
+        self.views: list[B.ndarray] = []
+        self.gviews: list[B.ndarray] = []
         self.versions = [p._version for p in params]
-        self.bufs: dict[str, np.ndarray] = {}
-        self.scal: dict[str, np.ndarray] = {}
+        self.bufs: dict[str, B.ndarray] = {}
+        self.scal: dict[str, B.ndarray] = {}
         self.inited = [False] * len(params)
         self.n_inited = 0
         self.uniform = True
-        self.scratch: list[list[np.ndarray]] = []  # per thread: the rule's scratch arrays, one chunk long
+        self.scratch: list[list[B.ndarray]] = []  # per thread: the rule's scratch arrays, one chunk long
         # (start, stop, chunk length) -> the chunks of that run of the flat arrays: parameter, gradient
         # and state views, made once rather than every step
-        self.chunks: dict[tuple[int, int, int], list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]] = {}
+        self.chunks: dict[tuple[int, int, int], list[tuple[B.ndarray, B.ndarray, dict[str, B.ndarray]]]] = {}
         # (index, extra updates) of the parameters the group lists more than once
         self.repeats: list[tuple[int, int]] = []
 
@@ -192,7 +190,7 @@ class Optimizer:
         """Advance the per-parameter scalars in ``sc`` for one update (default: ``step += 1``)."""
         sc["step"] += 1
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         """This step's update rule: a function ``rule(p, g, s, t)`` that updates ``p`` in place, given
         ``p`` parameters, ``g`` gradients (read only), ``s`` state buffers by name and ``t`` scratch
         arrays, all 1-D slices of one length and of ``dtype``. ``sc`` holds the scalars after
@@ -263,7 +261,7 @@ class Optimizer:
     def _build_packs(self, group: dict[str, Any]) -> list[_Pack]:
         """Lay the group's parameters out in flat buffers, one per (dtype, requires_grad), moving each
         parameter's values, in-buffer gradient and existing state into its new slices."""
-        buckets: dict[tuple[np.dtype, bool], list[Tensor]] = {}
+        buckets: dict[tuple[B.xp.dtype, bool], list[Tensor]] = {}
         count: dict[int, int] = {}
         for p in group["params"]:
             if id(p) not in count:  # a duplicate has one slice, updated once per entry (see _plan_repeats)
@@ -277,11 +275,11 @@ class Optimizer:
             pack.repeats = [(i, count[id(p)] - 1) for i, p in enumerate(ps) if count[id(p)] > 1]
             for p, (a, b) in zip(ps, pack.bounds):
                 view = pack.flat[a:b].reshape(p._data.shape)
-                np.copyto(view, p._data)
+                B.copyto(view, p._data)
                 gview = pack.grad[a:b].reshape(p._data.shape)
                 old = p.__dict__.get("_grad_buf")
                 if p.grad is not None and old is not None and p.grad._data is old and old.shape == view.shape:
-                    np.copyto(gview, old)  # the gradient moves with its parameter; the Tensor stays
+                    B.copyto(gview, old)  # the gradient moves with its parameter; the Tensor stays
                     p.grad._data = gview
                     p.grad._mem = self._home
                 p._data = view
@@ -312,18 +310,18 @@ class Optimizer:
                 view = buf[a:b].reshape(p._data.shape)
                 val = self.state[p].get(name) if ok else None
                 if val is not None:
-                    arr = val._data if isinstance(val, Tensor) else np.asarray(val)
+                    arr = val._data if isinstance(val, Tensor) else B.asarray(val)
                     if arr.shape != view.shape:
                         raise RuntimeError(f"optimizer state '{name}' has shape {tuple(arr.shape)} but its "
                                            f"parameter has shape {tuple(view.shape)}")
-                    np.copyto(view, arr, casting="unsafe")
+                    B.copyto(view, arr, casting="unsafe")
                 else:
                     view.fill(init)
                 if ok:
                     self.state[p][name] = _own(view, self._home)
             pack.bufs[name] = buf
         for name, init in self._scalars.items():
-            arr = np.full(len(pack.params), init, np.float32)
+            arr = B.full(len(pack.params), init, B.xp.float32)
             for i, (p, ok) in enumerate(zip(pack.params, inited)):
                 if ok:
                     arr[i] = _scalar(self.state[p][name])
@@ -335,7 +333,7 @@ class Optimizer:
 
     def _check_uniform(self, pack: _Pack) -> None:
         """Whether all started parameters share their scalars (so one update can serve them all)."""
-        mask = np.asarray(pack.inited, bool)
+        mask = B.asarray(pack.inited, bool)
         pack.uniform = all(_same(arr[mask]) for arr in pack.scal.values())
 
     def _init_params(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int) -> None:
@@ -408,7 +406,7 @@ class Optimizer:
         except AttributeError:  # some grad is None
             fast = False
         if fast and pack.uniform and pack.n_inited in (0, len(ps)):
-            runs: list[tuple[int, int, np.ndarray | None]] = [(0, len(ps), None)]
+            runs: list[tuple[int, int, B.ndarray | None]] = [(0, len(ps), None)]
             fast = True
         else:
             runs, fast = self._runs(pack), False
@@ -426,20 +424,20 @@ class Optimizer:
             plan += self._plan_repeats(group, pack, plan)
         return plan, not fast or bool(pack.repeats)
 
-    def _dtype_error(self, group: dict[str, Any], dtype: np.dtype) -> str | None:
+    def _dtype_error(self, group: dict[str, Any], dtype: B.xp.dtype) -> str | None:
         """Why this group's update cannot run on parameters of ``dtype``, a non-floating dtype (None
         when it can). PyTorch's kernels refuse them one way or another."""
         return f"{type(self).__name__} can only update floating point parameters"
 
-    def _plan_update(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int, g: np.ndarray | None,
+    def _plan_update(self, group: dict[str, Any], pack: _Pack, i0: int, i1: int, g: B.ndarray | None,
                      first: bool, after: _Update | None) -> _Update:
         """One update of parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient):
         their scalars after it and its rule. The scalars start from the state, from their initial values
         when ``first``, or from those ``after`` (an update planned before it) leaves."""
         if after is not None:
-            sc = {k: float(np.float32(after[3][k])) for k in pack.scal}  # as stored: float32
+            sc = {k: float(B.xp.float32(after[3][k])) for k in pack.scal}  # as stored: float32
         elif first:
-            sc = {k: float(np.float32(self._scalars[k])) for k in pack.scal}
+            sc = {k: float(B.xp.float32(self._scalars[k])) for k in pack.scal}
         else:
             sc = {k: float(v[i0]) for k, v in pack.scal.items()} if pack.scal else {}
         self._advance(group, sc)
@@ -472,11 +470,11 @@ class Optimizer:
         if recheck:
             self._check_uniform(pack)
 
-    def _runs(self, pack: _Pack) -> list[tuple[int, int, np.ndarray | None]]:
+    def _runs(self, pack: _Pack) -> list[tuple[int, int, B.ndarray | None]]:
         """Split the pack into runs that can each be updated as one flat slice: consecutive parameters
         whose gradients sit in the flat buffer and whose state is alike. A gradient elsewhere is a run
         of its own, read from where it is; a parameter without a gradient is skipped."""
-        runs: list[tuple[int, int, np.ndarray | None]] = []
+        runs: list[tuple[int, int, B.ndarray | None]] = []
         start, key = -1, None
         for i, p in enumerate(pack.params):
             g = p.grad
@@ -493,12 +491,12 @@ class Optimizer:
                 if arr.shape != p._data.shape:
                     raise RuntimeError(f"gradient of shape {tuple(arr.shape)} does not match its parameter "
                                        f"of shape {tuple(p._data.shape)}")
-                runs.append((i, i + 1, np.ascontiguousarray(arr, pack.flat.dtype).reshape(-1)))
+                runs.append((i, i + 1, B.xp.ascontiguousarray(arr, pack.flat.dtype).reshape(-1)))
         if start >= 0:
             runs.append((start, len(pack.params), None))
         return runs
 
-    def _run(self, pack: _Pack, i0: int, i1: int, g: np.ndarray | None, rule: Rule) -> None:
+    def _run(self, pack: _Pack, i0: int, i1: int, g: B.ndarray | None, rule: Rule) -> None:
         """Run ``rule`` over parameters ``i0:i1`` (gradient ``g``, or their slice of the flat gradient),
         chunk by chunk, on one thread or two."""
         a, b = pack.bounds[i0][0], pack.bounds[i1 - 1][1]
@@ -541,7 +539,7 @@ class Optimizer:
         return workers, min(max(chunk, 1), b - a)
 
     def _chunks(self, pack: _Pack, a: int, b: int, chunk: int,
-                g: np.ndarray | None) -> list[tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]]:
+                g: B.ndarray | None) -> list[tuple[B.ndarray, B.ndarray, dict[str, B.ndarray]]]:
         """Views of elements ``a:b`` of the pack in pieces of ``chunk``: (parameters, gradient, states); the
         gradient is ``g``, or the flat gradient when ``g`` is None (then the views are kept for next time)."""
         if g is None:
@@ -662,7 +660,7 @@ class Optimizer:
                 if arr is None or arr.size != 1 or arr.dtype.kind == "c":
                     raise ValueError(f"loaded state dict has a '{name}' of {val!r} for parameter {k}, where a "
                                      "number is expected")
-                out[name] = _own(np.array(arr.reshape(()), np.float32), None)
+                out[name] = _own(B.array(arr.reshape(()), B.xp.float32), None)
             elif name in buffers and val is not None:
                 if arr is None:
                     what = f"dtype {val.dtype}" if hasattr(val, "dtype") else f"type {type(val).__name__}"
@@ -671,7 +669,7 @@ class Optimizer:
                 if arr.shape != p._data.shape:
                     raise ValueError(f"loaded state dict has a '{name}' of shape {tuple(arr.shape)} for parameter "
                                      f"{k} of shape {tuple(p._data.shape)}")
-                out[name] = _own(np.array(arr, dtype=p._data.dtype), None)
+                out[name] = _own(B.array(arr, dtype=p._data.dtype), None)
             else:
                 out[name] = _copy_value(val)
         return out
@@ -694,18 +692,18 @@ class Optimizer:
         self._packing = self._flat or type(self).step is Optimizer.step
 
 
-def _run_chunks(rule: Rule, chunks: Any, scratch: list[np.ndarray]) -> None:
+def _run_chunks(rule: Rule, chunks: Any, scratch: list[B.ndarray]) -> None:
     """Apply ``rule`` to each (parameters, gradient, states) chunk, with ``scratch`` cut to its length."""
     for p, g, s in chunks:
         n = p.size
         rule(p, g, s, scratch if not scratch or scratch[0].size == n else [t[:n] for t in scratch])
 
 
-def _same(a: np.ndarray) -> bool:
+def _same(a: B.ndarray) -> bool:
     return a.size == 0 or bool((a == a[0]).all())
 
 
-def _numbers(v: Any) -> np.ndarray | None:
+def _numbers(v: Any) -> B.ndarray | None:
     """The array of numbers behind a loaded state value (a Tensor, a NumPy array, a PyTorch tensor, a
     number), or None when it is something else (a string, None, an array of strings)."""
     if isinstance(v, Tensor):
@@ -716,7 +714,7 @@ def _numbers(v: Any) -> np.ndarray | None:
         if hasattr(v, "detach"):  # a tensor of another framework, which may require grad
             v = v.detach()
         try:
-            arr = np.asarray(v)
+            arr = B.asarray(v)
         except (TypeError, ValueError, RuntimeError):
             return None
     return arr if arr.dtype.kind in "biufc" else None
@@ -741,92 +739,92 @@ def _copy_value(v: Any) -> Any:
 # Each ``make_*`` works out once per step what a piece of a rule needs and returns a function that applies
 # it in place to one chunk. Each mirrors one PyTorch kernel's order of operations, so float32 results round
 # as PyTorch's do up to its fused multiply-adds. The per-chunk functions are straight lines of NumPy calls
-# with their scalars ready as 0-d arrays and their outputs passed positionally (``np.add(x, t, x)`` is
+# with their scalars ready as 0-d arrays and their outputs passed positionally (``B.xp.add(x, t, x)`` is
 # ``x += t``), because Python time between the calls is time the other thread may wait for the GIL: NumPy
 # converts a Python float scalar again on every call (600 ns against 270 ns for a 0-d array), and that
 # alone made SGD with momentum 15% slower on 4M elements with two threads; an ``out=`` keyword cost 3%.
 # The hottest rules (SGD, the Adam moments) go further and write their kernels out inline.
-def const(x: float, dtype: np.dtype) -> np.ndarray:
+def const(x: float, dtype: B.xp.dtype) -> B.ndarray:
     """``x`` as a 0-d array of ``dtype``, rounded as NumPy rounds a Python float against that dtype."""
-    return np.array(x, dtype)
+    return B.array(x, dtype)
 
 
-def make_grad(maximize: bool, weight_decay: float, dtype: np.dtype) -> Rule | None:
+def make_grad(maximize: bool, weight_decay: float, dtype: B.xp.dtype) -> Rule | None:
     """The gradient an update uses, ``grad(p, g, t)``: ``-g`` when maximizing, plus ``weight_decay * p``
     (L2, coupled). ``g`` itself is never changed (it is the user's ``p.grad``): the result is scratch
     ``t``. None when the gradient is used as it is."""
     wd = const(weight_decay, dtype)
     if weight_decay != 0:
-        def decayed(p: np.ndarray, g: np.ndarray, t: np.ndarray) -> np.ndarray:
-            np.multiply(p, wd, t)
-            return np.subtract(t, g, t) if maximize else np.add(g, t, t)
+        def decayed(p: B.ndarray, g: B.ndarray, t: B.ndarray) -> B.ndarray:
+            B.xp.multiply(p, wd, t)
+            return B.xp.subtract(t, g, t) if maximize else B.xp.add(g, t, t)
         return decayed
     if maximize:
-        return lambda p, g, t: np.negative(g, t)
+        return lambda p, g, t: B.xp.negative(g, t)
     return None
 
 
-def make_lerp_(w: float, dtype: np.dtype) -> Rule:
+def make_lerp_(w: float, dtype: B.xp.dtype) -> Rule:
     """``lerp_(x, end, t)``: ``x.lerp_(end, w)`` with PyTorch's two formulas (the second is exact at
     ``w = 1``), ``t`` scratch."""
     if abs(w) < 0.5:
         k = const(w, dtype)
 
-        def lerp_(x: np.ndarray, end: np.ndarray, t: np.ndarray) -> None:
-            np.subtract(end, x, t)
-            np.multiply(t, k, t)
-            np.add(x, t, x)
+        def lerp_(x: B.ndarray, end: B.ndarray, t: B.ndarray) -> None:
+            B.xp.subtract(end, x, t)
+            B.xp.multiply(t, k, t)
+            B.xp.add(x, t, x)
     else:
         k = const(1 - w, dtype)
 
-        def lerp_(x: np.ndarray, end: np.ndarray, t: np.ndarray) -> None:
-            np.subtract(end, x, t)
-            np.multiply(t, k, t)
-            np.subtract(end, t, x)
+        def lerp_(x: B.ndarray, end: B.ndarray, t: B.ndarray) -> None:
+            B.xp.subtract(end, x, t)
+            B.xp.multiply(t, k, t)
+            B.xp.subtract(end, t, x)
     return lerp_
 
 
-def _make_addc(op: np.ufunc, value: float, dtype: np.dtype) -> Rule:
+def _make_addc(op: B.xp.ufunc, value: float, dtype: B.xp.dtype) -> Rule:
     """``addc_(x, a, b, t)``: ``x + value * op(a, b)`` in place (``op`` multiply or divide)."""
     k = const(value, dtype)
     if value == 1:
-        def addc_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
+        def addc_(x: B.ndarray, a: B.ndarray, b: B.ndarray, t: B.ndarray) -> None:
             op(a, b, t)
-            np.add(x, t, x)
+            B.xp.add(x, t, x)
     else:
-        def addc_(x: np.ndarray, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> None:
-            np.multiply(a, k, t)
+        def addc_(x: B.ndarray, a: B.ndarray, b: B.ndarray, t: B.ndarray) -> None:
+            B.xp.multiply(a, k, t)
             op(t, b, t)
-            np.add(x, t, x)
+            B.xp.add(x, t, x)
     return addc_
 
 
-def make_addcmul_(value: float, dtype: np.dtype) -> Rule:
+def make_addcmul_(value: float, dtype: B.xp.dtype) -> Rule:
     """``addcmul_(x, a, b, t)``: ``x.addcmul_(a, b, value=value)``, ``x + value * a * b``."""
-    return _make_addc(np.multiply, value, dtype)
+    return _make_addc(B.xp.multiply, value, dtype)
 
 
-def make_addcdiv_(value: float, dtype: np.dtype) -> Rule:
+def make_addcdiv_(value: float, dtype: B.xp.dtype) -> Rule:
     """``addcdiv_(x, a, b, t)``: ``x.addcdiv_(a, b, value=value)``, ``x + value * a / b``."""
-    return _make_addc(np.divide, value, dtype)
+    return _make_addc(B.xp.divide, value, dtype)
 
 
-def make_add_(alpha: float, dtype: np.dtype) -> Rule:
+def make_add_(alpha: float, dtype: B.xp.dtype) -> Rule:
     """``add_(x, a, t)``: ``x.add_(a, alpha=alpha)``, ``x + alpha * a``."""
     k = const(alpha, dtype)
     if alpha == 1:
-        return lambda x, a, t: np.add(x, a, x)
+        return lambda x, a, t: B.xp.add(x, a, x)
     if alpha == -1:
-        return lambda x, a, t: np.subtract(x, a, x)
+        return lambda x, a, t: B.xp.subtract(x, a, x)
 
-    def add_(x: np.ndarray, a: np.ndarray, t: np.ndarray) -> None:
-        np.multiply(a, k, t)
-        np.add(x, t, x)
+    def add_(x: B.ndarray, a: B.ndarray, t: B.ndarray) -> None:
+        B.xp.multiply(a, k, t)
+        B.xp.add(x, t, x)
     return add_
 
 
 def make_adam_moments(group: dict[str, Any], lr: float, weight_decay: float, beta1: float, beta2: float,
-                      dtype: np.dtype) -> Rule:
+                      dtype: B.xp.dtype) -> Rule:
     """The Adam family's shared first half, ``moments(p, g, s, t)``: weight decay (decoupled, as AdamW,
     or added to the gradient), then ``exp_avg = lerp(exp_avg, g, 1 - beta1)`` and
     ``exp_avg_sq = beta2 exp_avg_sq + (1 - beta2) g^2``; returns the gradient that was used (``g`` or
@@ -841,22 +839,22 @@ def make_adam_moments(group: dict[str, Any], lr: float, weight_decay: float, bet
     lerp_ = make_lerp_(1 - beta1, dtype) if 1 - beta1 >= 0.5 else None
     w1, b2, w2 = const(1 - beta1, dtype), const(beta2, dtype), const(1 - beta2, dtype)
 
-    def moments(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> np.ndarray:
+    def moments(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> B.ndarray:
         if shrink is not None:
-            np.multiply(p, shrink, p)
+            B.xp.multiply(p, shrink, p)
         if grad is not None:
             g = grad(p, g, t[0])
         m, v, u = s["exp_avg"], s["exp_avg_sq"], t[1]
         if lerp_ is None:
-            np.subtract(g, m, u)
-            np.multiply(u, w1, u)
-            np.add(m, u, m)
+            B.xp.subtract(g, m, u)
+            B.xp.multiply(u, w1, u)
+            B.xp.add(m, u, m)
         else:
             lerp_(m, g, u)
-        np.multiply(v, b2, v)
-        np.multiply(g, w2, u)
-        np.multiply(u, g, u)
-        np.add(v, u, v)
+        B.xp.multiply(v, b2, v)
+        B.xp.multiply(g, w2, u)
+        B.xp.multiply(u, g, u)
+        B.xp.add(v, u, v)
         return g
     return moments
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_betas, check_lr, const, make_adam_moments
 
 
@@ -34,7 +33,7 @@ class RAdam(Optimizer):
     def _buffers(self, group: dict[str, Any]) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq")
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         lr, eps, wd = _scalar(group["lr"]), float(group["eps"]), float(group["weight_decay"])
         beta1, beta2 = (float(b) for b in group["betas"])
         step = sc["step"]
@@ -52,12 +51,12 @@ class RAdam(Optimizer):
             scale = const(lr / bias_correction1, dtype)
         e = const(eps, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             moments(p, g, s, t)
-            upd = np.multiply(s["exp_avg"], scale, t[1])
+            upd = B.xp.multiply(s["exp_avg"], scale, t[1])
             if adaptive:
-                denom = np.sqrt(s["exp_avg_sq"], t[2])
-                np.add(denom, e, denom)
-                np.divide(upd, denom, upd)
-            np.subtract(p, upd, p)
+                denom = B.xp.sqrt(s["exp_avg_sq"], t[2])
+                B.xp.add(denom, e, denom)
+                B.xp.divide(upd, denom, upd)
+            B.xp.subtract(p, upd, p)
         return rule

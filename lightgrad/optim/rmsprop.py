@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import (Optimizer, Rule, _scalar, check, check_lr, const, make_add_, make_addcdiv_, make_addcmul_,
                         make_grad, make_lerp_)
 
@@ -37,7 +36,7 @@ class RMSprop(Optimizer):
         return (("square_avg",) + (("momentum_buffer",) if group["momentum"] > 0 else ())
                 + (("grad_avg",) if group["centered"] else ()))
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         lr, alpha = _scalar(group["lr"]), float(group["alpha"])
         grad = make_grad(group["maximize"], float(group["weight_decay"]), dtype)
         a, eps, mom = const(alpha, dtype), const(float(group["eps"]), dtype), const(float(group["momentum"]), dtype)
@@ -48,25 +47,25 @@ class RMSprop(Optimizer):
         step = make_add_(-lr, dtype)
         step_div = make_addcdiv_(-lr, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             v = s["square_avg"]
-            np.multiply(v, a, v)
+            B.xp.multiply(v, a, v)
             accumulate(v, g, g, t[1])
             avg = t[1]
             if centered:
                 ga = s["grad_avg"]
                 lerp_(ga, g, t[2])
-                np.multiply(ga, ga, avg)
-                np.subtract(v, avg, avg)  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
-                np.sqrt(avg, avg)
+                B.xp.multiply(ga, ga, avg)
+                B.xp.subtract(v, avg, avg)  # square_avg.addcmul(grad_avg, grad_avg, value=-1)
+                B.xp.sqrt(avg, avg)
             else:
-                np.sqrt(v, avg)
-            np.add(avg, eps, avg)
+                B.xp.sqrt(v, avg)
+            B.xp.add(avg, eps, avg)
             if momentum:
                 buf = s["momentum_buffer"]
-                np.multiply(buf, mom, buf)
+                B.xp.multiply(buf, mom, buf)
                 add_buf(buf, g, avg, t[2])
                 step(p, buf, t[2])
             else:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check_lr, const, make_grad
 
 
@@ -36,29 +35,29 @@ class Rprop(Optimizer):
     def _init_value(self, group: dict[str, Any], name: str) -> float:
         return _scalar(group["lr"]) if name == "step_size" else 0.0
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         grad = make_grad(group["maximize"], 0.0, dtype)
         minus, plus = (const(float(e), dtype) for e in group["etas"])
         lo, hi = (const(float(s), dtype) for s in group["step_sizes"])
         one, zero = const(1.0, dtype), const(0.0, dtype)
 
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             prev, size, sign, factor = s["prev"], s["step_size"], t[1], t[2]
-            np.multiply(g, prev, sign)
-            np.sign(sign, sign)
+            B.xp.multiply(g, prev, sign)
+            B.xp.sign(sign, sign)
             # PyTorch: sign -> etaplus where > 0, etaminus where < 0, 1 where 0
-            np.copyto(factor, one)
-            np.copyto(factor, plus, where=sign > 0)
+            B.copyto(factor, one)
+            B.copyto(factor, plus, where=sign > 0)
             flipped = sign < 0
-            np.copyto(factor, minus, where=flipped)
-            np.multiply(size, factor, size)
-            np.clip(size, lo, hi, out=size)
+            B.copyto(factor, minus, where=flipped)
+            B.xp.multiply(size, factor, size)
+            B.xp.clip(size, lo, hi, out=size)
             # where the sign flipped the gradient counts as 0: no step now, and no flip seen next time
-            np.copyto(prev, g)
-            np.copyto(prev, zero, where=flipped)
-            np.sign(prev, sign)
-            np.multiply(sign, size, sign)
-            np.subtract(p, sign, p)
+            B.copyto(prev, g)
+            B.copyto(prev, zero, where=flipped)
+            B.xp.sign(prev, sign)
+            B.xp.multiply(sign, size, sign)
+            B.xp.subtract(p, sign, p)
         return rule

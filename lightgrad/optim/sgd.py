@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
-
+from .. import backend as B
 from .optimizer import Optimizer, Rule, _scalar, check, check_lr, const, make_grad
 
 
@@ -39,7 +38,7 @@ class SGD(Optimizer):
     def _advance(self, group: dict[str, Any], sc: dict[str, float]) -> None:
         pass
 
-    def _dtype_error(self, group: dict[str, Any], dtype: np.dtype) -> str | None:
+    def _dtype_error(self, group: dict[str, Any], dtype: B.xp.dtype) -> str | None:
         # PyTorch's kernels update integer parameters when every factor is whole (lr=1): a fractional lr or
         # weight_decay is its `alpha` error; a fractional momentum fails there on the second step, here on
         # the first
@@ -53,13 +52,13 @@ class SGD(Optimizer):
                     "a mask, use the `~` or `logical_not()` operator instead.")
         return None
 
-    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: np.dtype) -> Rule:
+    def _rule(self, group: dict[str, Any], sc: dict[str, float], first: bool, dtype: B.xp.dtype) -> Rule:
         key = (_scalar(group["lr"]), float(group["momentum"]), float(group["dampening"]),
                float(group["weight_decay"]), bool(group["maximize"]), bool(group["nesterov"]), first, dtype)
         return self._memo(key, self._make_rule)
 
     def _make_rule(self, lr: float, momentum: float, dampening: float, weight_decay: float, maximize: bool,
-                   nesterov: bool, first: bool, dtype: np.dtype) -> Rule:
+                   nesterov: bool, first: bool, dtype: B.xp.dtype) -> Rule:
         damp = 1 - dampening
         grad = make_grad(maximize, weight_decay, dtype)
         mom, k_damp, neg_lr = const(momentum, dtype), const(damp, dtype), const(-lr, dtype)
@@ -67,19 +66,19 @@ class SGD(Optimizer):
         # written out, without helper calls: the fewer Python steps between the NumPy calls, the less the
         # threads wait for each other's GIL (3% of the step on 4M elements; see "pieces of update rules" in
         # optimizer.py)
-        def rule(p: np.ndarray, g: np.ndarray, s: dict[str, np.ndarray], t: list[np.ndarray]) -> None:
+        def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
             if grad is not None:
                 g = grad(p, g, t[0])
             if momentum != 0:
                 buf = s["momentum_buffer"]
                 if first:
-                    np.copyto(buf, g)
+                    B.copyto(buf, g)
                 else:
-                    np.multiply(buf, mom, buf)
-                    np.add(buf, g if damp == 1 else np.multiply(g, k_damp, t[1]), buf)
+                    B.xp.multiply(buf, mom, buf)
+                    B.xp.add(buf, g if damp == 1 else B.xp.multiply(g, k_damp, t[1]), buf)
                 if nesterov:
-                    g = np.add(g, np.multiply(buf, mom, t[1]), t[0])
+                    g = B.xp.add(g, B.xp.multiply(buf, mom, t[1]), t[0])
                 else:
                     g = buf
-            np.add(p, np.multiply(g, neg_lr, t[1]), p)  # p.add_(g, alpha=-lr)
+            B.xp.add(p, B.xp.multiply(g, neg_lr, t[1]), p)  # p.add_(g, alpha=-lr)
         return rule

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-import numpy as np
-
+from ... import backend as B
 from ...tensor import Tensor
 
 
@@ -21,36 +20,36 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
     ts = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
     if not ts:
-        return Tensor._make(np.asarray(0.0, np.float32))
+        return Tensor._make(B.asarray(0.0, B.xp.float32))
     dt = ts[0]._data.dtype
     # accumulated in a float64 array, not a Python float: no value leaves the arrays, so that
     # lightgrad.compile records the computation (PyTorch's clipping does not sync either)
-    total = np.zeros((), np.float64)
+    total = B.xp.zeros((), B.xp.float64)
     for t in ts:
         if norm_type == math.inf:
-            np.maximum(total, np.max(np.abs(t._data), initial=0.0), out=total)
+            B.xp.maximum(total, B.xp.max(B.xp.abs(t._data), initial=0.0), out=total)
         elif norm_type == 2.0:
-            np.add(total, np.vdot(t._data, t._data), out=total)
+            B.xp.add(total, B.xp.vdot(t._data, t._data), out=total)
         else:
-            np.add(total, np.sum(np.power(np.abs(np.asarray(t._data, np.float64)), norm_type)), out=total)
+            B.xp.add(total, B.xp.sum(B.xp.power(B.xp.abs(B.asarray(t._data, B.xp.float64)), norm_type)), out=total)
     if norm_type not in (2.0, math.inf):
-        total = np.power(total, 1.0 / norm_type)
+        total = B.xp.power(total, 1.0 / norm_type)
     elif norm_type == 2.0:
-        total = np.sqrt(total)
+        total = B.xp.sqrt(total)
     if error_if_nonfinite and not math.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so "
                            "it cannot be clipped. To disable this error and scale the gradients by the non-finite "
                            "norm anyway, set `error_if_nonfinite=False`")
-    return Tensor._make(np.asarray(total, dt))
+    return Tensor._make(B.asarray(total, dt))
 
 
 def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, total_norm: Tensor,
                           foreach: bool | None = None) -> None:
     """Scale gradients by max_norm / (total_norm + 1e-6) when that is below 1, in place."""
-    coef = np.minimum(np.divide(float(max_norm), np.add(np.asarray(total_norm._data, np.float64), 1e-6)), 1.0)
+    coef = B.xp.minimum(B.xp.divide(float(max_norm), B.xp.add(B.asarray(total_norm._data, B.xp.float64), 1e-6)), 1.0)
     for g in _grads(parameters):
         # in place, so gradients that are views of an optimizer's flat buffer stay views
-        np.multiply(g._data, np.asarray(coef, g._data.dtype), out=g._data)
+        B.xp.multiply(g._data, B.asarray(coef, g._data.dtype), out=g._data)
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float, norm_type: float = 2.0,
@@ -70,7 +69,7 @@ def clip_grad_value_(parameters: Tensor | Iterable[Tensor], clip_value: float, f
     """Clamp every gradient element to [-clip_value, clip_value], in place."""
     v = float(clip_value)
     for g in _grads(parameters):
-        np.clip(g._data, -v, v, out=g._data)  # (np.clip records itself under lightgrad.compile)
+        B.xp.clip(g._data, -v, v, out=g._data)  # (B.xp.clip records itself under lightgrad.compile)
 
 
 clip_grad_norm = clip_grad_norm_

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-
+from ... import backend as B
 from ...tensor import Tensor, cat
 
 
@@ -31,6 +30,6 @@ def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
     start = 0
     for p in params:
         n = p.numel()
-        np.copyto(p._data, flat[start:start + n].reshape(p._data.shape), casting="unsafe")
+        B.copyto(p._data, flat[start:start + n].reshape(p._data.shape), casting="unsafe")
         p._version[0] += 1
         start += n

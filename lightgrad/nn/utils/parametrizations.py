@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, TypeVar
 
-import numpy as np
-
+from ... import backend as B
 from ...grad_mode import no_grad
 from ...linalg import solve
 from ...random import randn
@@ -159,7 +158,7 @@ def _make_orthogonal(a: Tensor) -> Tensor:
 
 def _is_orthogonal(q: Tensor) -> bool:
     n, k = q.shape[-2], q.shape[-1]
-    eps = 10.0 * n * float(np.finfo(q._data.dtype).eps)
+    eps = 10.0 * n * float(B.finfo(q._data.dtype).eps)
     ident = eye(k, dtype=q.dtype)
     # PyTorch's allclose(Q^T Q, I, atol=eps): |a - b| <= atol + rtol * |b| with rtol 1e-5
     return bool(((q.mT @ q) - ident).abs().le(ident * 1e-5 + eps).all().item())

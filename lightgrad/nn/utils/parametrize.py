@@ -20,8 +20,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
-import numpy as np
-
+from ... import backend as B
 from ...grad_mode import no_grad
 from ...tensor import Tensor
 from ..container import ModuleDict, ModuleList
@@ -62,9 +61,9 @@ def _set(dst: Tensor, src: Tensor) -> None:
     data = src.detach()._data
     if data.shape == dst._data.shape and dst._data.flags.writeable:
         # in place, so an optimizer's flat buffer that views dst stays in step (as load_state_dict)
-        np.copyto(dst._data, data, casting="unsafe")
+        B.copyto(dst._data, data, casting="unsafe")
     else:
-        dst._data = np.array(data, dtype=dst._data.dtype, copy=True)
+        dst._data = B.array(data, dtype=dst._data.dtype, copy=True)
     dst._version[0] += 1
 
 

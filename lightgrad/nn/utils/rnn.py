@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
-
+from ... import backend as B
 from ...dtypes import float32, float64
 from ...tensor import Tensor, cat, full, stack
 
@@ -25,7 +24,7 @@ __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_
 
 
 def _long(a: Any) -> Tensor:
-    return Tensor._make(np.ascontiguousarray(a, np.int64))
+    return Tensor._make(B.xp.ascontiguousarray(a, B.xp.int64))
 
 
 class _PackedFields(NamedTuple):
@@ -77,13 +76,13 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The permutation that undoes ``permutation`` (None stays None)."""
     if permutation is None:
         return None
-    perm = np.asarray(permutation._data, np.int64)
-    out = np.empty_like(perm)
-    out[perm] = np.arange(perm.size)
+    perm = B.asarray(permutation._data, B.xp.int64)
+    out = B.xp.empty_like(perm)
+    out[perm] = B.arange(perm.size)
     return _long(out)
 
 
-def _lengths(lengths: Any) -> np.ndarray:
+def _lengths(lengths: Any) -> B.ndarray:
     """``lengths`` (a list or a 1-D int64 tensor) as a 1-D int64 array, checked as PyTorch does."""
     if isinstance(lengths, Tensor):
         if lengths.ndim != 1:
@@ -91,10 +90,10 @@ def _lengths(lengths: Any) -> np.ndarray:
                                f"{lengths.ndim}D cpu {lengths.dtype} tensor")
         arr = lengths._data
     else:
-        arr = np.asarray(lengths)
+        arr = B.asarray(lengths)
         if arr.ndim != 1:
             raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got {arr.ndim}D")
-    return arr.astype(np.int64)
+    return arr.astype(B.xp.int64)
 
 
 def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
@@ -117,20 +116,20 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         raise RuntimeError(f"Expected all lengths to be at most the sequence length {steps}, but got "
                            f"{int(lens.max())}")
     if enforce_sorted:
-        if np.any(lens[1:] > lens[:-1]):
+        if B.xp.any(lens[1:] > lens[:-1]):
             raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
                                "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
                                "to sidestep this requirement if you do not need ONNX exportability.")
-        order = np.arange(batch)
+        order = B.arange(batch)
         sorted_indices = None
     else:
-        order = np.argsort(-lens, kind="stable")  # PyTorch's CPU sort keeps ties in order too
+        order = B.argsort(-lens, kind="stable")  # PyTorch's CPU sort keeps ties in order too
         sorted_indices = _long(order)
     lens = lens[order]
-    batch_sizes = (lens[None, :] > np.arange(int(lens[0]) if lens.size else 0)[:, None]).sum(1)
+    batch_sizes = (lens[None, :] > B.arange(int(lens[0]) if lens.size else 0)[:, None]).sum(1)
     # packed row k is step t of sorted sequence j < batch_sizes[t]: row t * B + b of the (T*B, *) view
-    t_idx = np.repeat(np.arange(batch_sizes.size), batch_sizes)
-    j_idx = np.concatenate([np.arange(n) for n in batch_sizes]) if batch_sizes.size else np.zeros(0, np.int64)
+    t_idx = B.xp.repeat(B.arange(batch_sizes.size), batch_sizes)
+    j_idx = B.concatenate([B.arange(n) for n in batch_sizes]) if batch_sizes.size else B.xp.zeros(0, B.xp.int64)
     b_idx = order[j_idx]
     rows = b_idx * steps + t_idx if batch_first else t_idx * batch + b_idx
     flat = input.reshape(steps * batch, *input.shape[2:])
@@ -145,7 +144,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     >>> x, lengths = pad_packed_sequence(pack_sequence([lightgrad.ones(3), lightgrad.ones(1)])); lengths
     tensor([3, 1])
     """
-    data, bs = sequence.data, np.asarray(sequence.batch_sizes._data, np.int64)
+    data, bs = sequence.data, B.asarray(sequence.batch_sizes._data, B.xp.int64)
     steps, batch = int(bs.size), int(bs[0])
     if total_length is not None:
         if total_length < steps:
@@ -153,14 +152,14 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
                              f"but got total_length={total_length} and max sequence length being {steps}")
         steps = total_length
     # (T, B) row of each padded position in `data`, or the extra padding row after the data
-    offsets = np.concatenate([[0], np.cumsum(bs)[:-1]])
-    j = np.arange(batch)
-    rows = np.full((steps, batch), data.shape[0], np.int64)
+    offsets = B.concatenate([[0], B.cumsum(bs)[:-1]])
+    j = B.arange(batch)
+    rows = B.full((steps, batch), data.shape[0], B.xp.int64)
     valid = j[None, :] < bs[:, None]
     rows[:bs.size][valid] = (offsets[:, None] + j[None, :])[valid]
     lens = valid.sum(0)
     if sequence.unsorted_indices is not None:
-        unsorted = np.asarray(sequence.unsorted_indices._data, np.int64)
+        unsorted = B.asarray(sequence.unsorted_indices._data, B.xp.int64)
         rows, lens = rows[:, unsorted], lens[unsorted]
     if batch_first:
         rows = rows.T

@@ -13,6 +13,7 @@ from typing import TypeVar
 from ...grad_mode import no_grad
 from ...tensor import Tensor
 from .. import functional as F
+from ..conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..module import Module
 from ..parameter import Parameter, is_lazy
 from .weight_norm import _add_hook, _hooks, _remove
@@ -75,7 +76,6 @@ def spectral_norm(module: T, name: str = "weight", n_power_iterations: int = 1, 
     >>> nn.utils.spectral_norm(nn.Linear(4, 3)).weight_orig.shape
     lightgrad.Size([3, 4])
     """
-    from ..conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
     if dim is None:
         dim = 1 if isinstance(module, ConvTranspose1d | ConvTranspose2d | ConvTranspose3d) else 0
     for hook in _hooks(module):
