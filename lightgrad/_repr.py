@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
+from . import backend as B
 
 
-def _fmt_float(a: np.ndarray) -> Any:
+def _fmt_float(a: B.ndarray) -> Any:
     # PyTorch's rule: integers print as "1.", otherwise 4 decimals, or scientific notation when the
     # values span more than 3 orders of magnitude, exceed 1e8, or go below 1e-4
-    finite = np.abs(a[np.isfinite(a)])
+    finite = B.xp.abs(a[B.isfinite(a)])
     nz = finite[finite != 0]
-    if finite.size and np.all(finite == np.round(finite)):
+    if finite.size and B.xp.all(finite == B.xp.round(finite)):
         if nz.size and nz.max() > 1e8:
             return lambda v: f"{v:.4e}"
-        return lambda v: f"{v:.0f}." if np.isfinite(v) else str(v)
+        return lambda v: f"{v:.0f}." if B.isfinite(v) else str(v)
     if nz.size and (nz.max() / nz.min() > 1000 or nz.max() > 1e8 or nz.min() < 1e-4):
-        return lambda v: f"{v:.4e}" if np.isfinite(v) else str(v)
-    return lambda v: f"{v:.4f}" if np.isfinite(v) else str(v)
+        return lambda v: f"{v:.4e}" if B.isfinite(v) else str(v)
+    return lambda v: f"{v:.4f}" if B.isfinite(v) else str(v)
 
 
 def tensor_repr(t: Any) -> str:
@@ -26,13 +26,13 @@ def tensor_repr(t: Any) -> str:
     a = t._data
     opts: dict[str, Any] = {"separator": ", ", "threshold": 1000, "edgeitems": 3, "max_line_width": 80}
     if a.dtype.kind == "f" and a.size:
-        fmt = _fmt_float(a.astype(np.float64))
-        width = max(len(fmt(v)) for v in a.reshape(-1)[:2000].astype(np.float64))
+        fmt = _fmt_float(a.astype(B.xp.float64))
+        width = max(len(fmt(v)) for v in a.reshape(-1)[:2000].astype(B.xp.float64))
         opts["formatter"] = {"float_kind": lambda v: fmt(v).rjust(width)}
     if a.dtype.kind == "b":
         bw = 5 if a.size and not a.all() and a.ndim else 4
         opts["formatter"] = {"bool": lambda v: ("True" if v else "False").rjust(bw)}
-    body = np.array2string(a, prefix="tensor(", **opts) if a.ndim else (
+    body = B.xp.array2string(a, prefix="tensor(", **opts) if a.ndim else (
         opts["formatter"]["float_kind"](float(a)) if "formatter" in opts and a.dtype.kind == "f"
         else ("True" if a.dtype.kind == "b" and bool(a) else "False" if a.dtype.kind == "b" else str(a.item())))
     extras = []

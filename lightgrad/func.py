@@ -29,11 +29,11 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import autograd
+from . import autograd, random
 from .grad_mode import enable_grad, is_grad_enabled
 from .nn.module import Module
 from .nn.utils.stateless import _functional_call
-from .tensor import Tensor
+from .tensor import Tensor, eye, stack, zeros, zeros_like
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "vjp", "vmap"]
 
@@ -195,7 +195,6 @@ def _unwrap(tree: Any, private: set[int], keep: bool) -> Any:
 
 def _grads(outs: list[Tensor], ins: list[Tensor], gos: list[Any], create_graph: bool) -> list[Tensor]:
     """d(outs)/d(ins) contracted with ``gos``, zeros where an input is unused."""
-    from .tensor import zeros_like
     pairs = [(o, g) for o, g in zip(outs, gos) if o.requires_grad]
     if not pairs:
         return [zeros_like(i) for i in ins]
@@ -337,7 +336,6 @@ def jvp(func: Callable[..., Any], primals: Any, tangents: Any, *, strict: bool =
     >>> jvp(lambda x: x ** 2, (lightgrad.tensor([3.0]),), (lightgrad.tensor([1.0]),))
     (tensor([9.]), tensor([6.]))
     """
-    from .tensor import zeros_like
     where = "jvp(f, primals, tangents)"
     if not isinstance(primals, tuple):
         raise RuntimeError(f"{where}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).")
@@ -417,7 +415,6 @@ def _jacobian(func: Callable[..., Any], argnums: int | tuple[int, ...], has_aux:
               where: str) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from .tensor import eye, stack, zeros
         nums = _check_argnums(argnums, len(args))
         outer = is_grad_enabled()
         out, diff, private = _call_with_copies(func, args, kwargs, nums)
@@ -466,8 +463,6 @@ def vmap(func: Callable[..., Any], in_dims: Any = 0, out_dims: Any = 0, randomne
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from . import random
-        from .tensor import stack
         where = f"vmap({name}, in_dims={in_dims}, ...)(<inputs>)"
         if not isinstance(in_dims, (int, tuple)) or isinstance(in_dims, bool):
             raise ValueError(f"{where}: expected `in_dims` to be int or a (potentially nested) tuple matching "

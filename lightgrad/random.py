@@ -1,11 +1,17 @@
-"""Random numbers: one seeded default generator, and ``Generator`` objects like PyTorch's."""
+"""Random numbers: one seeded default generator, and ``Generator`` objects like PyTorch's (PCG64 through
+the backend), with the samplers that make Tensors (rand, randn, randint, normal, multinomial, ...).
+The default generator is also reachable below Tensor, through lightgrad._generator."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import numpy as np
+from . import _generator
+from . import backend as B
+from . import dtypes as D
+from ._generator import _gen
+from .tensor import Tensor, _check_size, _new, _raw, _size_arg
 
 
 class Generator:
@@ -13,12 +19,12 @@ class Generator:
 
     def __init__(self, device: Any = "cpu") -> None:
         self._seed = 0
-        self._rng: np.random.Generator | None = None  # made on first use: numpy.random imports slowly
+        self._rng: Any = None  # the array library's Generator, made on first use: numpy.random imports slowly
 
     @property
-    def rng(self) -> np.random.Generator:
+    def rng(self) -> Any:
         if self._rng is None:
-            self._rng = np.random.Generator(np.random.PCG64(self._seed))
+            self._rng = B.xp.random.Generator(B.xp.random.PCG64(self._seed))
         return self._rng
 
     def manual_seed(self, seed: int) -> Generator:
@@ -27,7 +33,7 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy) % (2 ** 63)  # type: ignore[arg-type]
+        s = int(B.xp.random.SeedSequence().entropy) % (2 ** 63)  # type: ignore[arg-type]
         self.manual_seed(s)
         return s
 
@@ -36,12 +42,11 @@ class Generator:
 
     def get_state(self) -> Any:
         """The generator's state as a uint8 tensor (can be saved and restored)."""
-        from .tensor import Tensor
         raw = json.dumps(self.rng.bit_generator.state).encode()
-        return Tensor._make(np.frombuffer(raw, np.uint8).copy())
+        return Tensor._make(B.xp.frombuffer(raw, B.xp.uint8).copy())
 
     def set_state(self, state: Any) -> None:
-        data = bytes(np.asarray(state._data if hasattr(state, "_data") else state, np.uint8))
+        data = bytes(B.asarray(state._data if hasattr(state, "_data") else state, B.xp.uint8))
         self.rng.bit_generator.state = json.loads(data.decode())
 
     # numpy-like draws used by ops
@@ -51,11 +56,7 @@ class Generator:
         return getattr(self.rng, name)
 
 
-default_generator = Generator()
-
-
-def _gen(generator: Generator | None) -> np.random.Generator:
-    return (generator or default_generator).rng
+default_generator = _generator.default_generator = Generator()  # (the samplers below Tensor draw from it too)
 
 
 def manual_seed(seed: int) -> Generator:
@@ -81,15 +82,12 @@ def set_rng_state(state: Any) -> None:
 
 def _shape(size: tuple[Any, ...], fn: str) -> tuple[int, ...]:
     """A sampler's size, read and checked as the creation functions read theirs (PyTorch's errors)."""
-    from .tensor import _check_size, _size_arg
     shape = _size_arg(size, fn)
     _check_size(shape, 8, fn)
     return shape
 
 
-def _out(arr: np.ndarray, dtype: Any, requires_grad: bool) -> Any:
-    from . import dtypes as D
-    from .tensor import _new
+def _out(arr: B.ndarray, dtype: Any, requires_grad: bool) -> Any:
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     return _new(arr.astype(dt.np, copy=False), requires_grad)
 
@@ -113,7 +111,6 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
-    from . import dtypes as D
     shape = _shape((size,), "randint")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
@@ -122,7 +119,6 @@ def randint(low: int, high: int | None = None, size: Any = (), *, generator: Gen
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Any:
-    from . import dtypes as D
     _shape((n,), "randperm")
     return _out(_gen(generator).permutation(n), dtype or D.int64, requires_grad)
 
@@ -140,9 +136,8 @@ def randint_like(x: Any, low: int, high: int | None = None, *, dtype: Any = None
 
 
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator | None = None) -> Any:
-    from .tensor import Tensor, _raw
     m, s = _raw(mean), _raw(std)
-    shape = tuple(size) if size is not None else np.broadcast_shapes(np.shape(m), np.shape(s))
+    shape = tuple(size) if size is not None else B.xp.broadcast_shapes(B.xp.shape(m), B.xp.shape(s))
     dt = mean.dtype if isinstance(mean, Tensor) else None
     return _out(_gen(generator).normal(m, s, shape), dt, False)
 
@@ -154,15 +149,14 @@ def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
 def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Any:
     """Draw category indices with probabilities proportional to the rows of ``probs``."""
-    from . import dtypes as D
-    p = np.asarray(probs._data, np.float64)
+    p = B.asarray(probs._data, B.xp.float64)
     rows = p.reshape(-1, p.shape[-1])
-    if (rows < 0).any() or not np.isfinite(rows).all():
+    if (rows < 0).any() or not B.isfinite(rows).all():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if (rows.sum(-1) == 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and num_samples > rows.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     rng = _gen(generator)
-    out = np.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement, p=r / r.sum()) for r in rows])
+    out = B.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement, p=r / r.sum()) for r in rows])
     return _out(out.reshape(p.shape[:-1] + (num_samples,)), D.int64, False)

@@ -160,7 +160,6 @@ class Distribution:
 
     def _expanded(self, cls: type, batch_shape: Any, _instance: Any, *names: str) -> Any:
         """``expand`` of a distribution whose parameters are the tensors ``names`` and nothing else."""
-        from .utils import _size
         new = self._get_checked_instance(cls, _instance)
         batch_shape = _size(batch_shape)
         for name in names:

@@ -80,23 +80,27 @@ import contextlib
 import errno
 import hashlib
 import json
-import math
 import mmap as _mmap
 import os
 import re
 import secrets
 import stat
-import sys
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
 import numpy as np
 
-from . import dtypes as D
-from .tensor import Tensor
+import lightgrad
+
+from ..device import device
+from .checksum import _bytes_of, _cancel, _checksum, _copies, _copy_chunks, _digests, _pool
+from .format import (_CHUNK, _CODE_OF, _MAX_DEPTH, _MAX_HEADER, _SLICE, FORMAT, FORMAT_VERSION, CheckpointError,
+                     _check_magic, _depth, _display, _is_path, _json, _K_FORMAT, _K_LIB, _K_SHA, _K_STRUCT, _K_VERSION,
+                     _parse_header)
+from .read import _finish, _read_copies, _views
+from .structure import _Decoder, _Flattener, _tensor
 
 try:
     import fcntl as _fcntl
@@ -105,40 +109,15 @@ except ImportError:  # Windows: no file locks, so stale temporary files are left
 
 __all__ = ["CheckpointError", "save", "load", "verify"]
 
-FORMAT = "checkpoint"
-FORMAT_VERSION = 1
-_CHUNK = 4 << 20  # bytes per hashed chunk (part of the checksum's definition)
-_SLICE = 256 << 10  # bytes copied, then hashed while still in the CPU's cache
 _STREAM_MIN = 64 << 20  # checkpoints with this much tensor data are written through aligned buffers
 _WINDOW = 16 << 20  # bytes per buffer (and per write) when streaming
 _RING = 4  # buffers when streaming: some being filled while the others are written
 _BLOCK = 4096  # O_DIRECT's alignment of offsets, lengths and memory (any sector size up to 4 KiB)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _PWRITE = hasattr(os, "pwrite")
-_PREADV = hasattr(os, "preadv")
 _FREE_THREAD = "lightgrad-free-replaced-checkpoint"
-_MAX_HEADER = 100 << 20  # safetensors' own limit on the JSON header
-_MAX_DEPTH = 127  # the deepest nesting safetensors' parser (serde_json, recursion limit 128) reads
-_MAX_DIMS = 64 if np.lib.NumpyVersion(np.__version__) >= "2.0.0" else 32  # NumPy's NPY_MAXDIMS
-_MAX_EXTENT = int(np.iinfo(np.intp).max)  # bytes NumPy can index in one array
-_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")  # the escape of a surrogate, paired or not
-_K_FORMAT, _K_VERSION, _K_LIB, _K_STRUCT, _K_SHA = (
-    "lightgrad.format", "lightgrad.format_version", "lightgrad.version", "lightgrad.structure",
-    "lightgrad.sha256")
-_REQUIRED = (_K_FORMAT, _K_VERSION, _K_LIB, _K_STRUCT, _K_SHA)
+_PREADV = hasattr(os, "preadv")
 _PLACEHOLDER = "0" * 64  # the checksum's place in the header, filled in once the hash is known
-
-_CODES: dict[str, np.dtype] = {
-    "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
-    "I64": np.dtype(np.int64), "I32": np.dtype(np.int32), "I16": np.dtype(np.int16),
-    "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
-}
-_CODE_OF = {v: k for k, v in _CODES.items()}
-_BF16 = np.dtype("<u2")  # read as raw bits, widened to float32
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that can't be loaded: truncated, corrupted, of an unknown version, or a pickle."""
 
 
 def _safetensors() -> Any:
@@ -149,266 +128,6 @@ def _safetensors() -> Any:
     except ImportError:
         return None
     return safetensors
-
-
-def _is_path(f: Any) -> bool:
-    return isinstance(f, str | os.PathLike)
-
-
-def _display(f: Any) -> str:
-    if _is_path(f):
-        return repr(os.fspath(f))
-    return repr(getattr(f, "name", None) or f"<{type(f).__name__}>")
-
-
-# ---- the object <-> (structure JSON, named arrays) ----------------------------------------------
-
-class _Flattener:
-    """Turns a saved object into the structure JSON and a dict of named, contiguous arrays."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[str, np.ndarray] = {}
-        self._open: set[int] = set()  # containers on the current path, to refuse cycles
-
-    def encode(self, x: Any, path: list[str]) -> Any:
-        if isinstance(x, np.generic):  # NumPy scalars become Python ones (np.float64 is a float)
-            x = x.item()
-        if x is None or isinstance(x, bool | int | str):
-            return x
-        if isinstance(x, float):
-            return x if math.isfinite(x) else {"float": repr(x)}
-        if isinstance(x, Tensor):
-            node: dict[str, Any] = {"tensor": self._add(x._live(), path)}
-            if x.requires_grad:
-                node["requires_grad"] = True
-            if _is_parameter(x):
-                node["parameter"] = True
-            return node
-        if isinstance(x, np.ndarray):
-            return {"ndarray": self._add(x, path)}
-        if isinstance(x, D.dtype):
-            return {"dtype": x.name}
-        if isinstance(x, list | tuple | dict):
-            if id(x) in self._open:
-                raise ValueError(f"can't save a circular reference at {_where(path)}")
-            if len(path) >= _MAX_DEPTH:  # each container adds at least one level of JSON; see save()
-                raise ValueError(f"can't save containers nested {len(path) + 1} deep at {_where(path[:4] + ['...'])}"
-                                 f": a checkpoint's structure nests at most {_MAX_DEPTH} levels of JSON")
-            self._open.add(id(x))
-            try:
-                if isinstance(x, dict):
-                    items = [[self.key(k, path), self.encode(v, path + [str(k)])] for k, v in x.items()]
-                    return {"dict": items, "ordered": True} if isinstance(x, OrderedDict) else {"dict": items}
-                items = [self.encode(v, path + [str(i)]) for i, v in enumerate(x)]
-                return items if isinstance(x, list) else {"tuple": items}
-            finally:
-                self._open.discard(id(x))
-        hint = "; save its state_dict() instead" if callable(getattr(x, "state_dict", None)) else ""
-        raise TypeError(f"can't save an object of type {_type_name(x)} at {_where(path)}: checkpoints "
-                        "hold tensors, NumPy arrays, dtypes, numbers, strings, bools, None, and "
-                        f"lists, tuples and dicts of these (never code){hint}")
-
-    def key(self, k: Any, path: list[str], depth: int = 0) -> Any:
-        if isinstance(k, np.generic):
-            k = k.item()
-        if k is None or isinstance(k, bool | int | float | str):
-            return self.encode(k, path)
-        if isinstance(k, tuple):
-            if depth >= _MAX_DEPTH:
-                raise ValueError(f"can't save a dict key of tuples nested {depth + 1} deep at {_where(path)}: a "
-                                 f"checkpoint's structure nests at most {_MAX_DEPTH} levels of JSON")
-            return {"tuple": [self.key(v, path, depth + 1) for v in k]}
-        raise TypeError(f"can't save a dict key of type {_type_name(k)} at {_where(path)}: keys must be "
-                        "strings, numbers, bools, None or tuples of these")
-
-    def _add(self, arr: np.ndarray, path: list[str]) -> str:
-        if np.dtype(arr.dtype.name) not in _CODE_OF:
-            raise TypeError(f"can't save an array of dtype {arr.dtype} at {_where(path)}; supported: "
-                            f"{', '.join(str(d) for d in _CODE_OF)}")
-        # a str may hold a lone surrogate, which a safetensors header can't (it must be Unicode): such a
-        # name is written with the surrogate escaped (the structure keeps the key itself)
-        base = (".".join(path) or "tensor").encode("utf-8", "backslashreplace").decode("utf-8")
-        name, k = base, 0
-        while name in self.arrays or name == "__metadata__":  # "a.b" and {"a": {"b"}} would collide
-            k += 1
-            name = f"{base}#{k}"
-        # 0-d arrays stay 0-d (np.ascontiguousarray would make them 1-d); files are little-endian
-        if not arr.flags.c_contiguous:
-            arr = arr.copy(order="C")
-        if arr.dtype.byteorder == ">":
-            arr = arr.astype(arr.dtype.newbyteorder("<"))
-        self.arrays[name] = arr
-        return name
-
-
-def _tensor(arr: np.ndarray) -> Tensor:
-    t = Tensor._make(arr)
-    t._mem = None  # read from a file, never carved from an arena: an arena reset must not reclaim it
-    return t
-
-
-def _is_parameter(x: Tensor) -> bool:
-    if type(x).__name__ != "Parameter":  # nn is imported only when it can matter
-        return False
-    from .nn import Parameter
-    return isinstance(x, Parameter)
-
-
-def _type_name(x: Any) -> str:
-    t = type(x)
-    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def _where(path: list[str]) -> str:
-    return repr(".".join(path)) if path else "the top level"
-
-
-class _Decoder:
-    """Rebuilds the saved object from the structure JSON and the arrays read from the file."""
-
-    def __init__(self, arrays: dict[str, np.ndarray], name: str) -> None:
-        self.arrays = arrays
-        self.name = name
-        self.used: set[str] = set()
-
-    def fail(self, what: str) -> CheckpointError:
-        return CheckpointError(f"checkpoint {self.name}: {what}")
-
-    def decode(self, node: Any) -> Any:
-        # recursive, but only as deep as _json let the structure nest (_MAX_DEPTH); every value is
-        # type-checked before it is used as a key or an index, so a crafted node fails with its text
-        if node is None or isinstance(node, bool | int | float | str):
-            return node
-        if isinstance(node, list):
-            return [self.decode(v) for v in node]
-        if not isinstance(node, dict) or not node:
-            raise self.fail(f"unexpected structure node {node!r}")
-        if "tensor" in node or "ndarray" in node:
-            return self.array(node)
-        if isinstance(node.get("tuple"), list):
-            return tuple(self.decode(v) for v in node["tuple"])
-        if isinstance(node.get("dict"), list):
-            out: dict[Any, Any] = OrderedDict() if node.get("ordered") else {}
-            for pair in node["dict"]:
-                if not (isinstance(pair, list) and len(pair) == 2):
-                    raise self.fail(f"a dict item must be a [key, value] pair, got {json.dumps(pair)[:200]}")
-                key, value = self.decode(pair[0]), self.decode(pair[1])
-                try:
-                    out[key] = value
-                except TypeError:
-                    raise self.fail(f"unhashable dict key {json.dumps(pair[0])[:200]}") from None
-            return out
-        if isinstance(node.get("float"), str) and node["float"] in ("nan", "inf", "-inf"):
-            return float(node["float"])
-        if isinstance(node.get("dtype"), str) and node["dtype"] in D._BY_NAME:
-            return D._BY_NAME[node["dtype"]]
-        raise self.fail(f"unknown structure node {json.dumps(node)[:200]}")
-
-    def array(self, node: dict[str, Any]) -> Any:
-        ref = node.get("tensor", node.get("ndarray"))
-        if not isinstance(ref, str) or ref not in self.arrays:
-            raise self.fail(f"the structure refers to tensor {ref!r}, which is not in the file")
-        self.used.add(ref)
-        arr = self.arrays[ref]
-        if "ndarray" in node:
-            return arr
-        t = _tensor(arr)
-        if node.get("requires_grad"):
-            if arr.dtype.kind != "f":
-                raise self.fail(f"tensor {ref!r} of dtype {arr.dtype} is marked requires_grad")
-            t.requires_grad = True
-        if node.get("parameter"):
-            from .nn import Parameter
-            t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
-        return t
-
-
-# ---- checksum ---------------------------------------------------------------------------------
-
-def _bytes_of(arr: np.ndarray) -> memoryview:
-    return arr.reshape(-1).view(np.uint8).data
-
-
-def _sha256(chunk: memoryview) -> bytes:
-    """SHA-256 of ``chunk``, hashed from a small scratch copy a slice at a time: the copy pulls the bytes
-    into the CPU cache faster than the hash does by itself (here ~1.25x faster overall). Both release
-    the GIL, so chunks hash in parallel."""
-    src = np.frombuffer(chunk, np.uint8)
-    scratch = np.empty(min(_SLICE, src.size), np.uint8)
-    h = hashlib.sha256()
-    for i in range(0, src.size, _SLICE):
-        s = src[i:i + _SLICE]
-        t = scratch[:s.size]
-        t[:] = s
-        h.update(t.data)
-    return h.digest()
-
-
-def _hash_chunks(pool: ThreadPoolExecutor, arrays: dict[str, np.ndarray]) -> dict[str, list[Future[bytes]]]:
-    """Start hashing every 4 MiB chunk of every array on the pool; returns the futures by name."""
-    out = {}
-    for name, arr in arrays.items():
-        buf = _bytes_of(arr)
-        out[name] = [pool.submit(_sha256, buf[i:i + _CHUNK]) for i in range(0, len(buf), _CHUNK)]
-    return out
-
-
-def _results(chunks: dict[str, list[Future[bytes]]]) -> dict[str, list[bytes]]:
-    return {name: [fut.result() for fut in futs] for name, futs in chunks.items()}
-
-
-def _copy_and_digest(chunk: memoryview) -> tuple[np.ndarray, bytes]:
-    """A copy of ``chunk`` and the SHA-256 of that copy, made a slice at a time (each slice hashed while
-    it is in the CPU cache). The copy, not the source, is hashed and then written: another thread may
-    change the tensor meanwhile, and the file must hold exactly the bytes its checksum covers."""
-    src = np.frombuffer(chunk, np.uint8)
-    out = np.empty_like(src)
-    h = hashlib.sha256()
-    for i in range(0, src.size, _SLICE):
-        d = out[i:i + _SLICE]
-        d[:] = src[i:i + _SLICE]
-        h.update(d.data)
-    return out, h.digest()
-
-
-def _copy_chunks(pool: ThreadPoolExecutor,
-                 arrays: dict[str, np.ndarray]) -> dict[str, list[Future[tuple[np.ndarray, bytes]]]]:
-    """Start copying and hashing every 4 MiB chunk of every array on the pool; the futures by name."""
-    out = {}
-    for name, arr in arrays.items():
-        buf = _bytes_of(arr)
-        out[name] = [pool.submit(_copy_and_digest, buf[i:i + _CHUNK]) for i in range(0, len(buf), _CHUNK)]
-    return out
-
-
-def _digests(chunks: dict[str, list[Future[tuple[np.ndarray, bytes]]]]) -> dict[str, list[bytes]]:
-    return {name: [fut.result()[1] for fut in futs] for name, futs in chunks.items()}
-
-
-def _copies(chunks: dict[str, list[Future[tuple[np.ndarray, bytes]]]], order: list[str]) -> Iterator[np.ndarray]:
-    """The chunks' copies in file order, each as soon as it is ready."""
-    for name in order:
-        for fut in chunks[name]:
-            yield fut.result()[0]
-
-
-def _checksum(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int]],
-              digests: dict[str, list[bytes]]) -> str:
-    """The checksum defined in the module docstring; ``entries`` maps name -> (dtype code, shape, nbytes)
-    and ``digests`` name -> the SHA-256 digests of its 4 MiB chunks."""
-    h = hashlib.sha256(b"lightgrad.sha256/1\n")
-    rest = {k: v for k, v in meta.items() if k != _K_SHA}
-    h.update(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode() + b"\n")
-    for name in sorted(entries):
-        code, shape, nbytes = entries[name]
-        h.update(json.dumps([name, code, list(shape), nbytes], separators=(",", ":")).encode() + b"\n")
-        for d in digests[name]:
-            h.update(d)
-    return h.hexdigest()
-
-
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="lightgrad-hash")
 
 
 # ---- save -------------------------------------------------------------------------------------
@@ -450,15 +169,9 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
             _cancel(chunks)
 
 
-def _cancel(chunks: dict[str, list[Future[Any]]]) -> None:
-    for futs in chunks.values():  # on error, don't keep hashing what won't be written
-        for fut in futs:
-            fut.cancel()
-
 
 def _lib_version() -> str:
-    from . import __version__
-    return __version__
+    return lightgrad.__version__  # (read when saving: the package may still be loading when this module is)
 
 
 def _header(meta: dict[str, str], arrays: dict[str, np.ndarray],
@@ -907,7 +620,6 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weight
     Raises ``CheckpointError`` (a ValueError) naming the file and the problem.
     """
     if map_location is not None and not (callable(map_location) or isinstance(map_location, dict)):
-        from .device import device
         device(map_location)  # raises for a device lightgrad doesn't have, as PyTorch does
     if kwargs:
         raise TypeError(f"load() got unexpected keyword arguments {sorted(kwargs)}")
@@ -973,279 +685,3 @@ def _read(f: Any, mode: str) -> tuple[dict[str, str], dict[str, np.ndarray], str
         if mode == "copy":
             with contextlib.suppress(BufferError):  # views still alive (an exception's traceback)
                 mm.close()
-
-
-def _views(buf: Any, entries: dict[str, tuple[str, list[int], int, int]], start: int) -> dict[str, np.ndarray]:
-    return {n: np.frombuffer(buf, dtype=_CODES.get(code, _BF16), count=math.prod(shape),
-                             offset=start + begin).reshape(shape)
-            for n, (code, shape, begin, _end) in entries.items()}
-
-
-def _ours(meta: dict[str, str], name: str) -> bool:
-    ours = any(k.startswith("lightgrad.") for k in meta)
-    if ours:
-        _check_meta(meta, name)
-    return ours
-
-
-def _finish(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
-            views: dict[str, np.ndarray], mode: str, name: str) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
-    """Checksum the arrays in ``views`` (of a memory map or of bytes), copied in "copy" mode."""
-    ours = _ours(meta, name)
-    with _pool() as pool:
-        chunks = _hash_chunks(pool, views) if ours else {}
-        try:
-            # copying (in this thread) overlaps the hashing (in the pool); both release the GIL
-            arrays = {n: v.copy() for n, v in views.items()} if mode == "copy" else views
-            if ours:
-                _check_sum(meta, entries, _results(chunks), name)
-        finally:
-            _cancel(chunks)
-    del views, chunks
-    return meta, _widen(arrays, entries, mode == "map"), name
-
-
-def _read_copies(fd: int, meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
-                 start: int, name: str) -> tuple[dict[str, str], dict[str, np.ndarray], str]:
-    """Read every array into memory of its own, a slice at a time, each slice hashed while it is
-    still in the CPU cache; the pool's threads read and hash different 4 MiB chunks at once."""
-    ours = _ours(meta, name)
-    arrays = {n: np.empty(shape, _CODES.get(code, _BF16)) for n, (code, shape, _b, _e) in entries.items()}
-    hashes: dict[str, list[Any]] = {}
-    with _pool() as pool:
-        jobs = []
-        for n, (_c, _s, begin, end) in entries.items():
-            dst = arrays[n].reshape(-1).view(np.uint8)
-            hashes[n] = [hashlib.sha256() if ours else None for _ in range(0, end - begin, _CHUNK)]
-            jobs += [pool.submit(_read_and_hash, fd, dst[i * _CHUNK:(i + 1) * _CHUNK],
-                                 start + begin + i * _CHUNK, h, name) for i, h in enumerate(hashes[n])]
-        try:
-            for j in jobs:
-                j.result()
-        finally:
-            for j in jobs:
-                j.cancel()
-    if ours:
-        _check_sum(meta, entries, {n: [h.digest() for h in hs] for n, hs in hashes.items()}, name)
-    return meta, _widen(arrays, entries, False), name
-
-
-def _read_and_hash(fd: int, dst: np.ndarray, offset: int, h: Any, name: str) -> None:
-    for i in range(0, dst.size, _SLICE):
-        d = dst[i:i + _SLICE]
-        view = d.data
-        while view:
-            got = os.preadv(fd, [view], offset + i + d.size - len(view))
-            if not got:
-                raise CheckpointError(f"checkpoint {name} is truncated: it got shorter while being read")
-            view = view[got:]
-        if h is not None:
-            h.update(d)
-
-
-def _check_sum(meta: dict[str, str], entries: dict[str, tuple[str, list[int], int, int]],
-               digests: dict[str, list[bytes]], name: str) -> None:
-    info = {n: (code, shape, end - begin) for n, (code, shape, begin, end) in entries.items()}
-    digest = _checksum(meta, info, digests)
-    if digest != meta[_K_SHA]:
-        raise CheckpointError(
-            f"checkpoint {name} is corrupted: checksum mismatch (header says "
-            f"{meta[_K_SHA][:16]}..., data and header hash to {digest[:16]}...); "
-            "the file changed after it was saved (e.g. a flipped byte or a partial copy)")
-
-
-def _widen(arrays: dict[str, np.ndarray], entries: dict[str, tuple[str, list[int], int, int]],
-           mapped: bool) -> dict[str, np.ndarray]:
-    for n, (code, _s, _b, _e) in entries.items():
-        a = arrays[n]
-        if code == "BF16":
-            arrays[n] = (a.astype(np.uint32) << 16).view(np.float32)
-        elif mapped and not (a.flags.writeable and a.flags.aligned):
-            # tensors must be writable (a bytes buffer is not) and aligned (a foreign file's may not be)
-            arrays[n] = a.copy()
-    return arrays
-
-
-def _check_magic(head: bytes, size: int, name: str) -> None:
-    zip_file = head[:4] == b"PK\x03\x04"
-    if zip_file or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5):
-        kind = "zip archive (torch.save's format)" if zip_file else "pickle (torch.save's legacy format)"
-        raise CheckpointError(
-            f"checkpoint {name} is a PyTorch {kind}; lightgrad never unpickles, because unpickling runs "
-            "code from the file. Convert it once in PyTorch, if you trust its source: "
-            "`sd = torch.load(path, weights_only=True)` (for a whole model: `sd = model.state_dict()`), then "
-            "`safetensors.torch.save_file(sd, 'model.safetensors')`, and lightgrad.load('model.safetensors')")
-    if size < 8:
-        raise CheckpointError(f"checkpoint {name} is truncated: {size} bytes, but a safetensors file "
-                              "starts with an 8-byte header length")
-
-
-def _parse_header(buf: Any, size: int, name: str) -> tuple[dict[str, tuple[str, list[int], int, int]],
-                                                           dict[str, str], int]:
-    """Validate the header; returns {name: (dtype code, shape, begin, end)}, the metadata and the
-    offset of the data section. Checks everything the tensors will be read with."""
-    def bad(what: str) -> CheckpointError:
-        return CheckpointError(f"checkpoint {name} is corrupted or not a safetensors file: {what}")
-
-    n = int.from_bytes(bytes(buf[:8]), "little")
-    if n > _MAX_HEADER:
-        raise bad(f"header length {n} exceeds the {_MAX_HEADER}-byte limit")
-    if 8 + n > size:
-        raise CheckpointError(f"checkpoint {name} is truncated: the header needs {n} bytes after the "
-                              f"8-byte length, but the file has only {size - 8}")
-    header = _json(bytes(buf[8:8 + n]), "the header", bad, header=True)
-    if not isinstance(header, dict):
-        raise bad(f"the header is a JSON {type(header).__name__}, expected an object")
-    meta = header.pop("__metadata__", None)
-    if meta is None:  # absent or null, as safetensors allows; any other non-object is refused (not `or {}`)
-        meta = {}
-    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise bad("__metadata__ must map strings to strings")
-    entries = {}
-    for key, info in header.items():
-        if not (isinstance(info, dict) and {"dtype", "shape", "data_offsets"} <= info.keys()):
-            raise bad(f"tensor {key!r} needs dtype, shape and data_offsets, got {info!r}")
-        code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if not isinstance(code, str):
-            raise bad(f"tensor {key!r} has dtype {code!r}, expected a string such as 'F32'")
-        if code not in _CODES and code != "BF16":
-            raise CheckpointError(f"checkpoint {name}: tensor {key!r} has dtype {code!r}, which lightgrad "
-                                  f"can't hold (supported: {', '.join(_CODES)}, and BF16 as float32)")
-        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
-            raise bad(f"tensor {key!r} has shape {shape!r}, expected a list of non-negative integers")
-        if len(shape) > _MAX_DIMS:
-            raise bad(f"tensor {key!r} has {len(shape)} dimensions, but NumPy holds at most {_MAX_DIMS}")
-        itemsize = 2 if code == "BF16" else _CODES[code].itemsize
-        nbytes = math.prod(shape) * itemsize
-        # NumPy refuses a shape whose product (empty dimensions counted as 1) overflows its index type,
-        # even when the array holds no element: [0, 2**62] of F32 is "too big"
-        extent = nbytes or math.prod(s or 1 for s in shape) * itemsize
-        if extent > _MAX_EXTENT:
-            raise bad(f"tensor {key!r} of dtype {code} has shape {shape}, which spans {extent} bytes (empty "
-                      f"dimensions counted as 1), but NumPy indexes at most {_MAX_EXTENT}")
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(type(o) is int for o in offsets)
-                and 0 <= offsets[0] <= offsets[1]):
-            raise bad(f"tensor {key!r} has data_offsets {offsets!r}, expected [begin, end] with 0 <= begin <= end")
-        if offsets[1] - offsets[0] != nbytes:
-            raise bad(f"tensor {key!r} of dtype {code} and shape {shape} needs "
-                      f"{nbytes} bytes, but its offsets span {offsets[1] - offsets[0]}")
-        entries[key] = (code, shape, offsets[0], offsets[1])
-    have = size - 8 - n
-    need = max((e for _c, _s, _b, e in entries.values()), default=0)
-    if need > have:
-        raise CheckpointError(f"checkpoint {name} is truncated: its tensors need {need} bytes of data, "
-                              f"but the file has only {have}")
-    pos = 0
-    for key, (_c, _s, begin, end) in sorted(entries.items(), key=lambda kv: (kv[1][2], kv[1][3])):
-        if begin != pos:
-            raise bad(f"tensor {key!r} starts at byte {begin} of the data, expected {pos} "
-                      "(tensors must tile the data section without gaps or overlaps)")
-        pos = end
-    if pos != have:
-        raise bad(f"{have - pos} bytes follow the last tensor")
-    return entries, meta, 8 + n
-
-
-class _BadJSON(Exception):
-    """Raised by the JSON reader's hooks; ``_json`` turns it into the caller's CheckpointError."""
-
-
-def _json(data: bytes | str, field: str, fail: Callable[[str], CheckpointError], *, header: bool) -> Any:
-    """Parse the header (``header=True``) or the structure metadata, strictly: every JSON text of a
-    checkpoint goes through here, so every malformed one becomes ``fail(message naming field)``.
-
-    Refused: anything but UTF-8 (``json.loads`` of bytes would guess UTF-16 or skip a BOM), nesting
-    deeper than _MAX_DEPTH (checked before parsing, so neither the parser nor the decoders that walk
-    the result can run out of stack), a key twice in one object (which value wins is a guess; lightgrad
-    never writes one), and NaN/Infinity (not JSON). In the header, also what safetensors' parser
-    (serde_json) refuses, so a file object, which gets no second opinion, is judged the same as a path:
-    strings with a lone surrogate (``"\\ud800"``), and numbers that don't fit an f64; integers that
-    serde_json reads as floats (beyond the 64-bit range, and ``-0``) become floats, which no integer
-    field of the header takes. The structure keeps Python's semantics: any int Python can read, and
-    lone surrogates (a saved ``str`` may hold one: ``json.dumps`` escapes it)."""
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")  # strict: no BOM skipped, no surrogate passed
-        except UnicodeDecodeError as e:
-            raise fail(f"{field} is not UTF-8 ({e})") from None
-    depth = _depth(data)
-    if depth > _MAX_DEPTH:
-        raise fail(f"{field} nests {depth} levels deep, more than the {_MAX_DEPTH} that safetensors' "
-                   "parser (serde_json) reads")
-    try:
-        out = json.loads(data, object_pairs_hook=_object, parse_constant=_constant,
-                         parse_int=_header_int if header else _int)
-        if header and _SURROGATE.search(data):  # a lone surrogate can only come from such an escape
-            json.dumps(out, ensure_ascii=False).encode("utf-8")
-    except _BadJSON as e:
-        raise fail(f"{field} {e}") from None
-    except UnicodeEncodeError as e:
-        raise fail(f"{field} has a string with the lone surrogate {e.object[e.start:e.end]!r}, which is not "
-                   "Unicode") from None
-    except (ValueError, RecursionError) as e:  # JSONDecodeError is a ValueError
-        raise fail(f"{field} is not valid JSON ({e})") from None
-    return out
-
-
-def _depth(text: str) -> int:
-    """How deeply the brackets of JSON ``text`` nest, ignoring those in strings; without recursion, and
-    at C speed. With the escaped backslashes, then the escaped quotes, gone (paired left to right, as
-    JSON reads them), every quote left opens or closes a string, so the text between the even and the
-    odd quotes is outside strings."""
-    bare = text.replace("\\\\", "").replace('\\"', "")
-    b = np.frombuffer("".join(bare.split('"')[0::2]).encode("utf-8", "replace"), np.uint8)
-    steps = (b == ord("[")).astype(np.int32) + (b == ord("{")) - (b == ord("]")) - (b == ord("}"))
-    return int(np.cumsum(steps).max(initial=0))
-
-
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for k, _ in pairs:
-            if k in seen:
-                raise _BadJSON(f"has the key {k!r} twice in one object")
-            seen.add(k)
-    return out
-
-
-def _constant(word: str) -> Any:
-    raise _BadJSON(f"has {word}, which is not JSON")
-
-
-def _int(digits: str) -> int:
-    try:
-        return int(digits)
-    except ValueError:  # more digits than Python converts (sys.set_int_max_str_digits)
-        raise _BadJSON(f"has an integer of {len(digits)} digits ({digits[:12]}...), more than Python reads "
-                       f"(at most {sys.get_int_max_str_digits()})") from None
-
-
-def _header_int(digits: str) -> int | float:
-    # as serde_json reads a JSON integer: an i64 or u64 if it fits (and isn't -0), else an f64
-    if len(digits) <= 20 and digits != "-0" and -(1 << 63) <= (v := int(digits)) < (1 << 64):
-        return v
-    f = float(digits)
-    if math.isinf(f):
-        raise _BadJSON(f"has a number of {len(digits)} digits ({digits[:12]}...), out of range")
-    return f
-
-
-def _check_meta(meta: dict[str, str], name: str) -> None:
-    missing = [k for k in _REQUIRED if k not in meta]
-    if missing:
-        raise CheckpointError(f"checkpoint {name} is corrupted: lightgrad metadata {missing} missing "
-                              f"(found {sorted(meta)})")
-    if meta[_K_FORMAT] != FORMAT:
-        raise CheckpointError(f"checkpoint {name}: unknown {_K_FORMAT} {meta[_K_FORMAT]!r}, expected {FORMAT!r}")
-    version = meta[_K_VERSION]
-    if version != str(FORMAT_VERSION):
-        digits = version.lstrip("0")
-        # compared as digit strings: int() refuses more than 4300 digits, and "²".isdigit() is true
-        if version.isascii() and version.isdigit() and (len(digits), digits) > (1, str(FORMAT_VERSION)):
-            raise CheckpointError(f"checkpoint {name} has format version {version}, written by a newer "
-                                  f"lightgrad ({meta[_K_LIB]!r}); this one reads version {FORMAT_VERSION}: "
-                                  "upgrade lightgrad")
-        raise CheckpointError(f"checkpoint {name} has unknown format version {version!r}, "
-                              f"expected {FORMAT_VERSION}")
-

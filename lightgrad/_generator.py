@@ -1,0 +1,21 @@
+"""The default random generator as the layers below lightgrad.random reach it: ``_gen(generator)``, the
+array library's generator that every sampler draws from (the given one's, or the default's).
+
+A leaf: it imports nothing of lightgrad. The generator itself (``lightgrad.Generator``, PCG64 seeded
+through the backend, its state as a uint8 Tensor) is lightgrad.random's, which sits above Tensor; the
+Tensor methods that fill in place (``uniform_``, ``normal_``, ...) sit below it and draw through here.
+lightgrad.random binds its default generator here when the package loads, before anything draws: the
+one late binding of this module. The compiler swaps ``_gen`` for a checking wrapper while it traces, in
+every module that imported it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+default_generator: Any = None  # lightgrad.random.default_generator, bound by lightgrad.random
+
+
+def _gen(generator: Any) -> Any:
+    """The array library's generator of ``generator``, or of the default one when it is None."""
+    return (generator or default_generator).rng

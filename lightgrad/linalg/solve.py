@@ -1,0 +1,102 @@
+"""Linear systems A X = B: the Solve primitive (LAPACK's gesv through the backend, forward beside
+backward), and solve, solve_ex, tensorsolve."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+from typing import Any
+
+from .. import backend as B
+from ..function import Function
+from ..tensor import Tensor, _as_tensor
+from .checks import LinAlgError, _info_tensor, _lu_info, _square
+from .common import _mT, _register
+from .lu import lu_factor_ex, lu_solve
+
+linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
+_register(linalg_solve_ex)
+
+
+class Solve(Function):
+    saves_out = True
+
+    def forward(self, A, b):
+        try:
+            out = B.solve(A, b)
+        except B.LinAlgError:
+            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
+                              "singular.") from None
+        self.saved = (A, out)
+        return out
+
+    def backward(self, g):
+        A, X = self.saved
+        # A X = b: gb = A^-T g, gA = -gb X^T
+        gb = solve(_mT(A), g) if isinstance(A, Tensor) else B.solve(_mT(A), g)
+        gA = B.negative(B.matmul(gb, _mT(X))) if self.needs(0) else None
+        return gA, (gb if self.needs(1) else None)
+
+
+def _solve_any(A: Any, b: Any) -> Any:
+    return solve(A, b) if isinstance(A, Tensor) or isinstance(b, Tensor) else B.solve(A, b)
+
+
+def solve(A: Tensor, B_: Tensor, *, left: builtins.bool = True) -> Tensor:
+    """X with A X = B (X A = B when left=False); B may be a vector or a batch of either."""
+    A = _square(A, "solve")
+    b = _as_tensor(B_, A)
+    if b.dtype != A.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{A.dtype} and B of type {b.dtype} instead")
+    if not left:
+        return solve(A.mT, b.mT).mT
+    n = A.shape[-1]
+    vector = b.ndim == 1 or (b.ndim == A.ndim - 1 and b.shape == A.shape[:-1])
+    bm = b.unsqueeze(-1) if vector else b
+    if bm.ndim < 2 or bm.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {bm.shape[-2] if bm.ndim > 1 else bm.shape[0]}x"
+                           f"{bm.shape[-1] if bm.ndim > 1 else 1})")
+    try:
+        batch = B.broadcast_shape(A.shape[:-2], bm.shape[:-2])
+    except ValueError:
+        raise RuntimeError(f"linalg.solve: the batch dims of A {list(A.shape[:-2])} and B "
+                           f"{list(bm.shape[:-2])} do not broadcast") from None
+    Ab = A.expand(batch + A.shape[-2:]) if A.shape[:-2] != batch else A
+    bb = bm.expand(batch + bm.shape[-2:]) if bm.shape[:-2] != batch else bm
+    x = Solve.apply(Ab, bb)
+    return x.squeeze(-1) if vector else x
+
+
+def solve_ex(A: Tensor, B_: Tensor, *, left: builtins.bool = True,
+             check_errors: builtins.bool = False) -> linalg_solve_ex:
+    """(result, info) of ``solve``: info is nonzero for a singular matrix instead of an error."""
+    A = _square(A, "solve")
+    info = _lu_info(A._data)
+    if not info.any():
+        return linalg_solve_ex(solve(A, B_, left=left), _info_tensor(info))
+    if check_errors:
+        raise LinAlgError("torch.linalg.solve_ex: The solver failed because the input matrix is singular.")
+    with B.errstate(divide="ignore", invalid="ignore"):
+        LU, piv = lu_factor_ex(A.detach())[:2]
+        b = _as_tensor(B_, A)
+        vector = b.ndim == 1 or (b.ndim == A.ndim - 1 and b.shape == A.shape[:-1])
+        X = lu_solve(LU, piv, b.unsqueeze(-1) if vector else b, left=left)
+    return linalg_solve_ex(X.squeeze(-1) if vector else X, _info_tensor(info))
+
+
+def tensorsolve(A: Tensor, B_: Tensor, dims: Any = None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B; ``dims`` of A are moved to the end first."""
+    A = _as_tensor(A)
+    b = _as_tensor(B_, A)
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        A = A.permute(*[d for d in range(A.ndim) if d not in dims], *dims)
+    rest = A.shape[b.ndim:]
+    rows, cols = math.prod(A.shape[:b.ndim]), math.prod(rest)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
+                           f"prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    return solve(A.reshape(rows, cols), b.reshape(rows)).reshape(*rest)
