@@ -5,7 +5,8 @@ they all use.
 The one late binding. Tensor's methods call the primitives (function.py) and the primitives make
 Tensors; the mixins, being Tensor's bases, load before Tensor exists, and so before function.py can
 (it imports Tensor). A module here therefore names ``Tensor`` and ``F`` (function) for the type checker
-only, and ``bind`` gives it both at run time: tensor.py calls it once, as soon as it has defined Tensor
+only, and ``bind`` gives it both at run time (and ``TensorSelf``, the type its methods give ``self``,
+as Tensor, for ``typing.get_type_hints``): tensor.py calls it once, as soon as it has defined Tensor
 and imported function. Importing these modules only defines things, so nothing here runs before that.
 """
 
@@ -22,7 +23,7 @@ def bind(tensor: type, function: Any) -> None:
     Tensor's (``__qualname__`` ``Tensor.sum``, not ``ReduceMixin.sum``): they are called as Tensor's,
     and Python's argument errors say that name (``Tensor.sum() takes from 1 to 3 positional ...``)."""
     for module in (common, creation, elementwise, index, inplace, linalg, random, reduce, shape, sort):
-        vars(module).update(Tensor=tensor, F=function)
+        vars(module).update(Tensor=tensor, TensorSelf=tensor, F=function)  # (TensorSelf: see common)
     for mixin in tensor.__mro__[1:-1]:
         for fn in vars(mixin).values():
             if isinstance(fn, types.FunctionType):

@@ -7,9 +7,7 @@ import builtins
 import math
 from collections import namedtuple
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .. import backend as B
 from .. import dtypes as D
@@ -20,9 +18,17 @@ if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _op
     from .. import function as F
     from ..tensor import Tensor
 
+    class TensorSelf(Tensor, Protocol):  # type: ignore[misc]  # (a protocol's bases are protocols, but for this one)
+        """``self`` in the mixins' methods, for the type checker: Tensor, which has them all as its bases.
+
+        A mixin's ``self`` has Tensor's core and its other mixins' methods only once Tensor is made,
+        and mypy accepts no explicit ``self`` type but a supertype of the class (a mixin's one has
+        none of them) or a Protocol; a Protocol of all of Tensor, checked where a method is called
+        (on a Tensor: it matches), lets every mixin body be checked as Tensor's own."""
+
 
 Number = int | builtins.float | builtins.bool
-_SCALARS = (int, float, bool, np.generic)
+_SCALARS = (int, float, bool, B.xp.generic)
 
 
 # ---- dims ----------------------------------------------------------------------------------------
@@ -45,7 +51,7 @@ def _dims(dim: builtins.int | Sequence[builtins.int] | None, ndim: builtins.int)
     are 0 and -1 (checked all the same). No dims (``dim=()``) are all of them, as in PyTorch."""
     if dim is None:
         return None
-    if isinstance(dim, int | np.integer):
+    if isinstance(dim, int | B.xp.integer):
         d = _dim(int(dim), ndim)
         return (d,) if ndim else ()
     out = tuple(_dim(d, ndim) for d in dim)
@@ -59,7 +65,7 @@ def _dims(dim: builtins.int | Sequence[builtins.int] | None, ndim: builtins.int)
 
 def _shape_arg(shape: tuple[Any, ...]) -> tuple[builtins.int, ...]:
     """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` like PyTorch."""
-    if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray):
+    if len(shape) == 1 and isinstance(shape[0], Sequence | B.ndarray):
         shape = tuple(shape[0])
     return tuple(int(s) for s in shape)
 
@@ -89,11 +95,11 @@ def _as_tensor(x: Any, like: Tensor | None = None) -> Tensor:
     """x as a Tensor (no copy for Tensors; Python numbers take ``like``'s dtype if compatible)."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, np.ndarray):
+    if isinstance(x, B.ndarray):
         return Tensor._make(x)
     if like is not None and isinstance(x, _SCALARS):
         dt = D.result_type(like, x)
-        return Tensor._make(np.asarray(x, dt.np))
+        return Tensor._make(B.asarray(x, dt.np))
     return Tensor(x)
 
 
@@ -122,7 +128,7 @@ def _promote(a: Any, b: Any) -> tuple[Any, Any]:
         dt = D.result_type(t, s)
         if dt.np != t._data.dtype:
             t = t.to(dt)
-        if isinstance(s, np.generic):
+        if isinstance(s, B.xp.generic):
             s = s.item()  # NumPy scalars would not be weak in NumPy's own promotion
         if t._data.dtype.kind in "iub" and isinstance(s, float):
             s = t._data.dtype.type(s)
@@ -171,10 +177,10 @@ def _check_divisor(a: Any, b: Any) -> None:
     """PyTorch's error for an integer division or modulo (both operands integral) by zero, where
     NumPy gives 0 and a warning. (Float operands, the usual case, are one dtype test.)"""
     def integral(v: Any) -> builtins.bool:
-        return v._data.dtype.kind in "biu" if isinstance(v, Tensor) else isinstance(v, int | np.integer)
-    if integral(b) and integral(a) and not np.all(_raw(b)):
+        return v._data.dtype.kind in "biu" if isinstance(v, Tensor) else isinstance(v, int | B.xp.integer)
+    if integral(b) and integral(a) and not B.xp.all(_raw(b)):
         try:
-            n = math.prod(np.broadcast_shapes(np.shape(_raw(a)), np.shape(_raw(b))))
+            n = math.prod(B.xp.broadcast_shapes(B.xp.shape(_raw(a)), B.xp.shape(_raw(b))))
         except ValueError:
             return  # (the op's own shape error says it)
         if n:  # (a zero that divides nothing is no error: PyTorch checks each quotient)
@@ -182,7 +188,7 @@ def _check_divisor(a: Any, b: Any) -> None:
 
 
 # ---- results, and the record of an in-place change -----------------------------------------------
-def _zero_grad(x: Tensor, arr: np.ndarray) -> Tensor:
+def _zero_grad(x: Tensor, arr: B.ndarray) -> Tensor:
     """The result ``arr`` of a step function of x (floor, sign): in the graph with a zero gradient
     when x requires grad, as PyTorch records it, not cut from it."""
     if x.requires_grad and _enabled.get():
@@ -202,7 +208,7 @@ def _bump(t: Tensor) -> None:
         base, index = view
         # (a copy, as a diagonal is, writes back; a reshape or permute of its base never copies)
         if type(index) is not F.Reshape and type(index) is not F.Permute \
-                and not np.may_share_memory(base._data, t._data):
+                and not B.xp.may_share_memory(base._data, t._data):
             B.assign(base._data, index, t._data)
         v = base._version
         if v[1] != _STAMP[0]:  # (a view shares its base's counter: bumped once)

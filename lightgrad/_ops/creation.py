@@ -7,16 +7,16 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import backend as B
 from .. import dtypes as D
+from ..device import device as _device
 from ..memory import _current as _arena
 from ..memory import empty as _alloc
 from .common import Number, _scalar_of
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class CreationMixin:
@@ -24,44 +24,44 @@ class CreationMixin:
 
     __slots__ = ()
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    def new_zeros(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return _fill(size, 0.0, dtype or self.dtype, requires_grad, device, "new_zeros")
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    def new_ones(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return _fill(size, 1.0, dtype or self.dtype, requires_grad, device, "new_ones")
 
-    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+    def new_full(self: TensorSelf, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False) -> Tensor:
         return _fill((size,), _scalar_of(fill_value), dtype or self.dtype, requires_grad, device, "new_full",
                      packed=True)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    def new_empty(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return _fill(size, None, dtype or self.dtype, requires_grad, device, "new_empty")
 
-    def new_tensor(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    def new_tensor(self: TensorSelf, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
         return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
 # ---- data to arrays (tensor(), Tensor()) ---------------------------------------------------------
-def _to_array(data: Any, dtype: Any) -> np.ndarray:
+def _to_array(data: Any, dtype: Any) -> B.ndarray:
     """A fresh array for ``tensor(data)``: PyTorch's default dtypes, unsupported kinds refused."""
     dt = D.to_dtype(dtype).np if dtype is not None else None
     if isinstance(data, Tensor):
         arr = data._data.copy()
-    elif isinstance(data, np.ndarray):
-        arr = np.array(data, copy=True)
+    elif isinstance(data, B.ndarray):
+        arr = B.array(data, copy=True)
     else:
         if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor) for d in _flat(data)):
             data = _nested_tolist(data)
-        arr = np.array(data)
+        arr = B.array(data)
         # NumPy scalars keep their dtype, as in PyTorch; Python numbers take PyTorch's defaults
-        numpy_scalars = isinstance(data, np.generic) or (
-            isinstance(data, list | tuple) and data and all(isinstance(d, np.generic) for d in _flat(data)))
+        numpy_scalars = isinstance(data, B.xp.generic) or (
+            isinstance(data, list | tuple) and data and all(isinstance(d, B.xp.generic) for d in _flat(data)))
         if dt is None and not numpy_scalars:
             if arr.dtype.kind == "f":
                 dt = D.get_default_dtype().np
             elif arr.dtype.kind in "iu":
-                dt = np.dtype(np.int64)
+                dt = B.xp.dtype(B.xp.int64)
             elif arr.dtype.kind == "O" or arr.dtype.kind in "USV":
                 raise TypeError(f"can't convert {type(data).__name__} of {arr.dtype} to a tensor; "
                                 "expected numbers, nested lists of numbers, or an array")
@@ -90,18 +90,17 @@ def _nested_tolist(xs: Any) -> Any:
 # ---- from data: tensor, as_tensor, from_numpy, from_dlpack ---------------------------------------
 def _check_device(device: Any) -> None:
     if device is not None:
-        from ..device import device as _device
         _device(device)
 
 
-def _new(arr: np.ndarray, requires_grad: builtins.bool, heap: builtins.bool = False) -> Tensor:
+def _new(arr: B.ndarray, requires_grad: builtins.bool, heap: builtins.bool = False) -> Tensor:
     """A creation function's tensor. ``heap``: the caller's array, or a copy of the caller's data
     (tensor(), from_numpy()), kept where it is; else an array NumPy made (randn, arange), which
     moves into the active arena, if any: inside one, storage comes from it (a parameter made in
     the permanent arena lives there, and so does its gradient)."""
     if not heap and arr.base is None and _arena.get() is not None:
         arr, src = _alloc(arr.shape, arr.dtype), arr
-        np.copyto(arr, src)
+        B.copyto(arr, src)
     t = Tensor._make(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -120,16 +119,16 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     _check_device(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray):
+    if isinstance(data, B.ndarray):
         D.from_numpy_dtype(data.dtype)
         if dtype is None or D.to_dtype(dtype).np == data.dtype:
             return _new(data, False, heap=True)
     return tensor(data, dtype)
 
 
-def from_numpy(a: np.ndarray) -> Tensor:
+def from_numpy(a: B.ndarray) -> Tensor:
     """A tensor sharing memory with the NumPy array ``a``."""
-    if not isinstance(a, np.ndarray):
+    if not isinstance(a, B.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
     D.from_numpy_dtype(a.dtype)
     return _new(a, False, heap=True)
@@ -139,7 +138,7 @@ def from_dlpack(ext: Any) -> Tensor:
     """A tensor sharing memory with any object exporting ``__dlpack__``."""
     if isinstance(ext, Tensor):
         return ext
-    return from_numpy(np.from_dlpack(ext))
+    return from_numpy(B.xp.from_dlpack(ext))
 
 
 # ---- filled: zeros, ones, empty, full and their _like forms; ranges; eye --------------------------
@@ -150,7 +149,7 @@ def _type_name(v: Any) -> str:
 
 
 def _int_like(v: Any) -> builtins.bool:
-    return isinstance(v, int | np.integer) or isinstance(v, Tensor) and v.ndim == 0 and v._data.dtype.kind in "iu"
+    return isinstance(v, int | B.xp.integer) or isinstance(v, Tensor) and v.ndim == 0 and v._data.dtype.kind in "iu"
 
 
 def _size_arg(args: tuple[Any, ...], fn: str, packed: builtins.bool = False) -> tuple[builtins.int, ...]:
@@ -193,7 +192,7 @@ def _check_size(shape: tuple[builtins.int, ...], itemsize: builtins.int, fn: str
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
 
 
-def _empty(shape: tuple[builtins.int, ...], dt: Any, fn: str, make: Any = B.empty) -> np.ndarray:
+def _empty(shape: tuple[builtins.int, ...], dt: Any, fn: str, make: Any = B.empty) -> B.ndarray:
     """An array for a creation function from ``make(shape, dt)`` (uninitialised by default), the size
     checked first, and a failed allocation reported, as PyTorch does."""
     _check_size(shape, dt.itemsize, fn)
@@ -291,7 +290,7 @@ def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype:
     n = math.ceil((end - start) / step)
     if n > 2**63 - 1:
         raise RuntimeError("invalid size, possible overflow?")
-    kind = np.float64 if dt.is_floating_point else None
+    kind = B.xp.float64 if dt.is_floating_point else None
     arr = _empty((n,), dt.np, "arange", lambda _s, _d: B.arange(start, end, step, dtype=kind))
     return _new(arr.astype(dt.np, copy=False), requires_grad)
 
@@ -310,7 +309,7 @@ def logspace(start: builtins.float, end: builtins.float, steps: builtins.int, ba
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _new(np.logspace(start, end, steps, base=base).astype(dt.np), requires_grad)
+    return _new(B.xp.logspace(start, end, steps, base=base).astype(dt.np), requires_grad)
 
 
 def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, device: Any = None,
@@ -335,7 +334,7 @@ def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, de
 # ---- triangle indices ----------------------------------------------------------------------------
 def _tri_indices(fn: Any, row: builtins.int, col: builtins.int, offset: builtins.int, dtype: Any) -> Tensor:
     r, c = fn(row, offset, col)
-    return Tensor._make(B.stack([r, c]).astype(D.to_dtype(dtype).np if dtype is not None else np.int64))
+    return Tensor._make(B.stack([r, c]).astype(D.to_dtype(dtype).np if dtype is not None else B.xp.int64))
 
 
 def tril_indices(row: builtins.int, col: builtins.int, offset: builtins.int = 0, *, dtype: Any = None,

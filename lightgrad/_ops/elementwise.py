@@ -7,8 +7,6 @@ import builtins
 import math
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import backend as B
 from .. import dtypes as D
 from ..grad_mode import _enabled
@@ -18,6 +16,7 @@ from .common import (_SCALAR_TYPE, Number, _as_tensor, _binary, _check_broadcast
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class ElementwiseMixin:
@@ -26,20 +25,20 @@ class ElementwiseMixin:
     __slots__ = ()
 
     # ---- arithmetic: the operators' method forms -------------------------------------------------
-    def add(self, other: Any, *, alpha: Number = 1) -> Tensor:
+    def add(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
         return self + (other if alpha == 1 else other * alpha)
 
-    def sub(self, other: Any, *, alpha: Number = 1) -> Tensor:
+    def sub(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
         return self - (other if alpha == 1 else other * alpha)
 
     subtract = sub
 
-    def mul(self, other: Any) -> Tensor:
+    def mul(self: TensorSelf, other: Any) -> Tensor:
         return self * other
 
     multiply = mul
 
-    def div(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    def div(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         if rounding_mode is None:
             return self / other
         _check_divisor(self, other)
@@ -48,36 +47,36 @@ class ElementwiseMixin:
 
     divide = true_divide = div
 
-    def pow(self, exponent: Any) -> Tensor:
+    def pow(self: TensorSelf, exponent: Any) -> Tensor:
         return self ** exponent
 
-    def neg(self) -> Tensor:
+    def neg(self: TensorSelf) -> Tensor:
         return -self
 
     negative = neg
 
-    def reciprocal(self) -> Tensor:
+    def reciprocal(self: TensorSelf) -> Tensor:
         return 1 / self
 
-    def square(self) -> Tensor:
+    def square(self: TensorSelf) -> Tensor:
         return self ** 2  # one node, whose gradient is 2 x g (x * x would sum two products)
 
-    def floor_divide(self, o: Any) -> Tensor:
+    def floor_divide(self: TensorSelf, o: Any) -> Tensor:
         return self // o
 
-    def remainder(self, o: Any) -> Tensor:
+    def remainder(self: TensorSelf, o: Any) -> Tensor:
         return self % o
 
-    def fmod(self, o: Any) -> Tensor:
+    def fmod(self: TensorSelf, o: Any) -> Tensor:
         _check_divisor(self, o)
         return _binary(F.Fmod, self, o)
 
-    def addcmul(self, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
+    def addcmul(self: TensorSelf, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
         """self + value * tensor1 * tensor2 (all broadcast)."""
         p = tensor1 * tensor2
         return self + (p if value == 1 else p * value)
 
-    def addcdiv(self, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
+    def addcdiv(self: TensorSelf, tensor1: Tensor, tensor2: Tensor, *, value: Number = 1) -> Tensor:
         """self + value * tensor1 / tensor2 (all broadcast)."""
         if not (_as_tensor(tensor1).is_floating_point() or _as_tensor(tensor2).is_floating_point()):
             raise RuntimeError("Integer division with addcdiv is no longer supported, and in a future release "
@@ -87,152 +86,152 @@ class ElementwiseMixin:
         return self + (q if value == 1 else q * value)
 
     # ---- exponentials, logarithms and powers -----------------------------------------------------
-    def exp(self) -> Tensor:
+    def exp(self: TensorSelf) -> Tensor:
         return F.Exp.apply(_floating(self))
 
-    def log(self) -> Tensor:
+    def log(self: TensorSelf) -> Tensor:
         return F.Log.apply(_floating(self))
 
-    def log1p(self) -> Tensor:
+    def log1p(self: TensorSelf) -> Tensor:
         return F.Log1p.apply(_floating(self))
 
-    def expm1(self) -> Tensor:
+    def expm1(self: TensorSelf) -> Tensor:
         return F.Expm1.apply(_floating(self))
 
-    def log2(self) -> Tensor:
+    def log2(self: TensorSelf) -> Tensor:
         return self.log() / math.log(2)
 
-    def log10(self) -> Tensor:
+    def log10(self: TensorSelf) -> Tensor:
         return self.log() / math.log(10)
 
-    def exp2(self) -> Tensor:
+    def exp2(self: TensorSelf) -> Tensor:
         return (self * math.log(2)).exp()
 
-    def sqrt(self) -> Tensor:
+    def sqrt(self: TensorSelf) -> Tensor:
         return F.Sqrt.apply(_floating(self))
 
-    def rsqrt(self) -> Tensor:
+    def rsqrt(self: TensorSelf) -> Tensor:
         return 1 / self.sqrt()
 
-    def logaddexp(self, other: Any) -> Tensor:
+    def logaddexp(self: TensorSelf, other: Any) -> Tensor:
         """log(exp(x) + exp(y)) without overflow."""
         x, y = _float_operands(self, other)
         m = x.detach().maximum(y.detach() if isinstance(y, Tensor) else y)
         m = where(m.isinf(), 0.0, m)  # both -inf (or an inf): shift by 0 so that -inf - -inf is no NaN
         return m + ((x - m).exp() + (y - m).exp()).log()
 
-    def logaddexp2(self, other: Any) -> Tensor:
+    def logaddexp2(self: TensorSelf, other: Any) -> Tensor:
         """log2(2**x + 2**y) without overflow."""
         x, y = _float_operands(self, other)
         return (x * _LN2).logaddexp(y * _LN2) / _LN2
 
-    def xlogy(self, other: Any) -> Tensor:
+    def xlogy(self: TensorSelf, other: Any) -> Tensor:
         """x * log(y), 0 where x == 0 (unless y is NaN): ``xlogy(0, 0)`` is 0."""
         x, y = _float_operands(self, other)
         y = _as_tensor(y, x)
         return where((x == 0) & ~y.isnan(), 0.0, x * y.log())
 
-    def float_power(self, exponent: Any) -> Tensor:
+    def float_power(self: TensorSelf, exponent: Any) -> Tensor:
         """self ** exponent computed in float64 (the result is always float64)."""
         e = exponent.double() if isinstance(exponent, Tensor) else exponent
         return self.double() ** e
 
-    def ldexp(self, other: Any) -> Tensor:
+    def ldexp(self: TensorSelf, other: Any) -> Tensor:
         """x * 2**other (PyTorch's composite, differentiable in both): ``tensor([1.]).ldexp(tensor([3]))``
         is ``tensor([8.])``."""
         return self * (2.0 ** _as_tensor(other))
 
-    def frexp(self) -> Any:
+    def frexp(self: TensorSelf) -> Any:
         """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1): the
         mantissa is differentiable (x / 2**exponent)."""
         if self._data.dtype.kind != "f":
             raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {self.dtype}")
-        e = Tensor._make(B.frexp(self._data)[1].astype(np.int32))
-        return return_types.frexp(self * Tensor._make(B.ldexp(np.ones((), self._data.dtype), -e._data)), e)
+        e = Tensor._make(B.frexp(self._data)[1].astype(B.xp.int32))
+        return return_types.frexp(self * Tensor._make(B.ldexp(B.ones((), self._data.dtype), -e._data)), e)
 
     # ---- trigonometric and hyperbolic ------------------------------------------------------------
-    def sin(self) -> Tensor:
+    def sin(self: TensorSelf) -> Tensor:
         return F.Sin.apply(_floating(self))
 
-    def cos(self) -> Tensor:
+    def cos(self: TensorSelf) -> Tensor:
         return F.Cos.apply(_floating(self))
 
-    def tan(self) -> Tensor:
+    def tan(self: TensorSelf) -> Tensor:
         return F.Tan.apply(_floating(self))
 
-    def tanh(self) -> Tensor:
+    def tanh(self: TensorSelf) -> Tensor:
         return F.Tanh.apply(_floating(self))
 
-    def sinh(self) -> Tensor:
+    def sinh(self: TensorSelf) -> Tensor:
         return (self.exp() - (-self).exp()) / 2
 
-    def cosh(self) -> Tensor:
+    def cosh(self: TensorSelf) -> Tensor:
         return (self.exp() + (-self).exp()) / 2
 
-    def asin(self) -> Tensor:
+    def asin(self: TensorSelf) -> Tensor:
         """Inverse sine, elementwise: ``lightgrad.tensor([0.5]).asin()`` is ``tensor([0.5236])``."""
         return F.Asin.apply(_floating(self))
 
-    def acos(self) -> Tensor:
+    def acos(self: TensorSelf) -> Tensor:
         return F.Acos.apply(_floating(self))
 
-    def atan(self) -> Tensor:
+    def atan(self: TensorSelf) -> Tensor:
         return F.Atan.apply(_floating(self))
 
-    def asinh(self) -> Tensor:
+    def asinh(self: TensorSelf) -> Tensor:
         return F.Asinh.apply(_floating(self))
 
-    def acosh(self) -> Tensor:
+    def acosh(self: TensorSelf) -> Tensor:
         return F.Acosh.apply(_floating(self))
 
-    def atanh(self) -> Tensor:
+    def atanh(self: TensorSelf) -> Tensor:
         return F.Atanh.apply(_floating(self))
 
-    def atan2(self, other: Any) -> Tensor:
+    def atan2(self: TensorSelf, other: Any) -> Tensor:
         """Angle of (other, self) in (-pi, pi]: ``torch.atan2(y, x)``."""
         return _binary(F.Atan2, self, other, floating=True)
 
     arcsin, arccos, arctan, arcsinh, arccosh, arctanh, arctan2 = asin, acos, atan, asinh, acosh, atanh, atan2
 
-    def hypot(self, other: Any) -> Tensor:
+    def hypot(self: TensorSelf, other: Any) -> Tensor:
         """sqrt(x**2 + y**2), elementwise."""
         x, y = _float_operands(self, other)
         return F.Hypot.apply(x, _as_tensor(y, x))  # (not sqrt(x*x + y*y): that overflows above ~1.8e19 in float32)
 
-    def sinc(self) -> Tensor:
+    def sinc(self: TensorSelf) -> Tensor:
         """sin(pi x) / (pi x), 1 at 0."""
         x = _floating(self)
         zero = x == 0
         px = where(zero, 1.0, x * math.pi)  # (safe denominator: the gradient at 0 stays 0, not NaN)
         return where(zero, 1.0, px.sin() / px)
 
-    def deg2rad(self) -> Tensor:
+    def deg2rad(self: TensorSelf) -> Tensor:
         return _floating(self) * (math.pi / 180)
 
-    def rad2deg(self) -> Tensor:
+    def rad2deg(self: TensorSelf) -> Tensor:
         return _floating(self) * (180 / math.pi)
 
     # ---- special functions -----------------------------------------------------------------------
-    def erf(self) -> Tensor:
+    def erf(self: TensorSelf) -> Tensor:
         return F.Erf.apply(_floating(self))
 
-    def erfc(self) -> Tensor:
+    def erfc(self: TensorSelf) -> Tensor:
         """1 - erf(x), accurate where erf(x) is near 1: ``tensor([5.]).erfc()`` is 1.5375e-12."""
         return F.Erfc.apply(_floating(self))
 
-    def erfinv(self) -> Tensor:
+    def erfinv(self: TensorSelf) -> Tensor:
         """Inverse of erf on [-1, 1]: ``tensor([0.5]).erfinv()`` is ``tensor([0.4769])``."""
         return F.Erfinv.apply(_floating(self))
 
-    def lgamma(self) -> Tensor:
+    def lgamma(self: TensorSelf) -> Tensor:
         """log|Gamma(x)|: ``tensor([5.]).lgamma()`` is log(24)."""
         return F.Lgamma.apply(_floating(self))
 
-    def digamma(self) -> Tensor:
+    def digamma(self: TensorSelf) -> Tensor:
         """d/dx lgamma(x): ``tensor([1.]).digamma()`` is -0.5772 (minus Euler's constant)."""
         return F.Digamma.apply(_floating(self))
 
-    def polygamma(self, n: builtins.int) -> Tensor:
+    def polygamma(self: TensorSelf, n: builtins.int) -> Tensor:
         """The n-th derivative of digamma: ``tensor([1.]).polygamma(1)`` is pi^2 / 6."""
         if not isinstance(n, builtins.int) or isinstance(n, builtins.bool):
             raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
@@ -240,7 +239,7 @@ class ElementwiseMixin:
             raise RuntimeError("polygamma(n, x) does not support negative n.")
         return F.Polygamma.apply(_floating(self), n)
 
-    def logit(self, eps: builtins.float | None = None) -> Tensor:
+    def logit(self: TensorSelf, eps: builtins.float | None = None) -> Tensor:
         """log(p / (1 - p)), p clamped to [eps, 1 - eps] when eps is given."""
         x = _floating(self)
         if eps is not None:
@@ -248,35 +247,40 @@ class ElementwiseMixin:
         return (x / (1 - x)).log()
 
     # ---- activations -----------------------------------------------------------------------------
-    def sigmoid(self) -> Tensor:
+    def sigmoid(self: TensorSelf) -> Tensor:
         return F.Sigmoid.apply(_floating(self))
 
-    def relu(self) -> Tensor:
+    def relu(self: TensorSelf) -> Tensor:
         return F.Relu.apply(self)
 
-    def hardshrink(self, lambd: builtins.float = 0.5) -> Tensor:
-        from ..nn.functional import hardshrink
-        return hardshrink(self, lambd)
+    def hardshrink(self: TensorSelf, lambd: builtins.float = 0.5) -> Tensor:
+        return where((self > lambd) | (self < -lambd), self, 0.0)
 
-    def prelu(self, weight: Tensor) -> Tensor:
-        from ..nn.functional import prelu
-        return prelu(self, weight)
+    def prelu(self: TensorSelf, weight: Tensor) -> Tensor:
+        w = weight  # (one weight for all, or one per channel: dim 1)
+        if weight.numel() > 1:
+            if self.ndim < 2 or self.shape[1] != weight.numel():
+                c = self.shape[1] if self.ndim >= 2 else 1
+                raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                                   f"{weight.numel()} and channel size = {c}.")
+            w = weight.reshape((1, -1) + (1,) * (self.ndim - 2))
+        return where(self > 0, self, self * w)
 
     # ---- sign, rounding and floating-point classes -----------------------------------------------
-    def abs(self) -> Tensor:
+    def abs(self: TensorSelf) -> Tensor:
         return F.Abs.apply(self)
 
     absolute = abs
 
-    def sign(self) -> Tensor:
+    def sign(self: TensorSelf) -> Tensor:
         return _zero_grad(self, B.sign(self._data))
 
     sgn = sign
 
-    def signbit(self) -> Tensor:
+    def signbit(self: TensorSelf) -> Tensor:
         return Tensor._make(B.signbit(self._data))
 
-    def copysign(self, other: Any) -> Tensor:
+    def copysign(self: TensorSelf, other: Any) -> Tensor:
         """|x| with the sign (bit) of other: ``tensor([2.]).copysign(-0.0)`` is ``tensor([-2.])``."""
         x, y = _float_operands(self, other)
         yd = y._data if isinstance(y, Tensor) else B.asarray(y, x._data.dtype)
@@ -286,18 +290,18 @@ class ElementwiseMixin:
             return F.ZeroGrad.apply(out, y)  # other's gradient is zero, not None, as PyTorch's
         return out
 
-    def positive(self) -> Tensor:
-        if self._data.dtype == np.bool_:
+    def positive(self: TensorSelf) -> Tensor:
+        if self._data.dtype == B.xp.bool_:
             raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
 
-    def floor(self) -> Tensor:
+    def floor(self: TensorSelf) -> Tensor:
         return _zero_grad(self, B.floor(self._data))
 
-    def ceil(self) -> Tensor:
+    def ceil(self: TensorSelf) -> Tensor:
         return _zero_grad(self, B.ceil(self._data))
 
-    def round(self, decimals: builtins.int = 0) -> Tensor:
+    def round(self: TensorSelf, decimals: builtins.int = 0) -> Tensor:
         if self._data.dtype.kind in "iu":
             return Tensor._make(B.copy(self._data))  # integers are already round (np.rint would give float64)
         if decimals:
@@ -305,38 +309,38 @@ class ElementwiseMixin:
             return _zero_grad(self, B.divide(B.round_(B.multiply(self._data, s)), s).astype(self._data.dtype))
         return _zero_grad(self, B.round_(self._data))
 
-    def trunc(self) -> Tensor:
+    def trunc(self: TensorSelf) -> Tensor:
         return _zero_grad(self, B.trunc(self._data))
 
-    def fix(self) -> Tensor:
+    def fix(self: TensorSelf) -> Tensor:
         return self.trunc()
 
-    def frac(self) -> Tensor:
+    def frac(self: TensorSelf) -> Tensor:
         return self - self.detach().trunc()
 
-    def nextafter(self, other: Any) -> Tensor:
+    def nextafter(self: TensorSelf, other: Any) -> Tensor:
         """The next representable float after x towards other (no gradient)."""
         a, b = _promote(self, other)
         if a._data.dtype.kind != "f":
             raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
         return Tensor._make(B.nextafter(a._data, _raw(b)))
 
-    def isnan(self) -> Tensor:
+    def isnan(self: TensorSelf) -> Tensor:
         return Tensor._make(B.isnan(self._data))
 
-    def isinf(self) -> Tensor:
+    def isinf(self: TensorSelf) -> Tensor:
         return Tensor._make(B.isinf(self._data))
 
-    def isfinite(self) -> Tensor:
+    def isfinite(self: TensorSelf) -> Tensor:
         return Tensor._make(B.isfinite(self._data))
 
-    def isneginf(self) -> Tensor:
+    def isneginf(self: TensorSelf) -> Tensor:
         return Tensor._make(B.isneginf(self._data))
 
-    def isposinf(self) -> Tensor:
+    def isposinf(self: TensorSelf) -> Tensor:
         return Tensor._make(B.isposinf(self._data))
 
-    def nan_to_num(self, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
+    def nan_to_num(self: TensorSelf, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
                    neginf: builtins.float | None = None) -> Tensor:
         """NaN, +inf and -inf replaced (by 0 and the dtype's largest and lowest finite values)."""
         if self._data.dtype.kind != "f":
@@ -344,11 +348,11 @@ class ElementwiseMixin:
         repl = Tensor._make(B.nan_to_num(self._data, nan=nan, posinf=posinf, neginf=neginf))
         return where(self.isfinite(), self, repl)  # gradient 0 where a value was replaced, as PyTorch
 
-    def heaviside(self, values: Tensor) -> Tensor:
+    def heaviside(self: TensorSelf, values: Tensor) -> Tensor:
         """Step function: 0 where x < 0, ``values`` where x == 0, 1 where x > 0 (no gradient)."""
         return self._heaviside(values, "heaviside")
 
-    def _heaviside(self, values: Tensor, op: str) -> Tensor:
+    def _heaviside(self: TensorSelf, values: Tensor, op: str) -> Tensor:
         v = _as_tensor(values, self)
         if v._data.dtype != self._data.dtype:
             raise RuntimeError(f"heaviside is not yet implemented for tensors with different dtypes: "
@@ -361,7 +365,7 @@ class ElementwiseMixin:
         return Tensor._make(out)
 
     # ---- clamping, extremes and blending ---------------------------------------------------------
-    def clamp(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    def clamp(self: TensorSelf, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         """Limit values to [min, max]; bounds may be numbers or tensors."""
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -375,78 +379,78 @@ class ElementwiseMixin:
 
     clip = clamp
 
-    def clamp_min(self, m: Any) -> Tensor:
+    def clamp_min(self: TensorSelf, m: Any) -> Tensor:
         return self.clamp(min=m)
 
-    def clamp_max(self, m: Any) -> Tensor:
+    def clamp_max(self: TensorSelf, m: Any) -> Tensor:
         return self.clamp(max=m)
 
-    def maximum(self, o: Any) -> Tensor:
+    def maximum(self: TensorSelf, o: Any) -> Tensor:
         return _binary(F.Maximum, self, o)
 
-    def minimum(self, o: Any) -> Tensor:
+    def minimum(self: TensorSelf, o: Any) -> Tensor:
         return _binary(F.Minimum, self, o)
 
-    def fmax(self, other: Tensor) -> Tensor:
+    def fmax(self: TensorSelf, other: Tensor) -> Tensor:
         """Elementwise maximum that ignores NaN (NaN only where both are NaN)."""
         x, y = _promote(self, _as_tensor(other, self))
         return where((x >= y) | y.isnan(), x, y)
 
-    def fmin(self, other: Tensor) -> Tensor:
+    def fmin(self: TensorSelf, other: Tensor) -> Tensor:
         """Elementwise minimum that ignores NaN (NaN only where both are NaN)."""
         x, y = _promote(self, _as_tensor(other, self))
         return where((x <= y) | y.isnan(), x, y)
 
-    def lerp(self, end: Any, weight: Any) -> Tensor:
+    def lerp(self: TensorSelf, end: Any, weight: Any) -> Tensor:
         return self + (end - self) * weight
 
-    def where(self, condition: Any, other: Any) -> Tensor:
+    def where(self: TensorSelf, condition: Any, other: Any) -> Tensor:
         return where(condition, self, other)
 
     # ---- comparisons and logical ops -------------------------------------------------------------
-    def eq(self, o: Any) -> Tensor:
+    def eq(self: TensorSelf, o: Any) -> Tensor:
         return self == o
 
-    def ne(self, o: Any) -> Tensor:
+    def ne(self: TensorSelf, o: Any) -> Tensor:
         return self != o
 
-    def lt(self, o: Any) -> Tensor:
+    def lt(self: TensorSelf, o: Any) -> Tensor:
         return self < o
 
-    def le(self, o: Any) -> Tensor:
+    def le(self: TensorSelf, o: Any) -> Tensor:
         return self <= o
 
-    def gt(self, o: Any) -> Tensor:
+    def gt(self: TensorSelf, o: Any) -> Tensor:
         return self > o
 
-    def ge(self, o: Any) -> Tensor:
+    def ge(self: TensorSelf, o: Any) -> Tensor:
         return self >= o
 
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
-    def equal(self, o: Tensor) -> builtins.bool:
-        return self.shape == o.shape and bool(np.array_equal(self._data, o._data))
+    def equal(self: TensorSelf, o: Tensor) -> builtins.bool:
+        return self.shape == o.shape and bool(B.xp.array_equal(self._data, o._data))
 
-    def allclose(self, o: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
-        return bool(np.allclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    def allclose(self: TensorSelf, o: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
+        return bool(B.xp.allclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def isclose(self, o: Any, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> Tensor:
-        return Tensor._make(np.isclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
+    def isclose(self: TensorSelf, o: Any, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> Tensor:
+        return Tensor._make(B.xp.isclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
-    def logical_not(self) -> Tensor:
+    def logical_not(self: TensorSelf) -> Tensor:
         return Tensor._make(B.logical_not(self._data))
 
-    def logical_and(self, o: Any) -> Tensor:
+    def logical_and(self: TensorSelf, o: Any) -> Tensor:
         return Tensor._make(B.logical_and(self._data, _raw(o)))
 
-    def logical_or(self, o: Any) -> Tensor:
+    def logical_or(self: TensorSelf, o: Any) -> Tensor:
         return Tensor._make(B.logical_or(self._data, _raw(o)))
 
-    def logical_xor(self, o: Any) -> Tensor:
+    def logical_xor(self: TensorSelf, o: Any) -> Tensor:
         return Tensor._make(B.logical_xor(self._data, _raw(o)))
 
     # ---- bitwise and integer ops: no gradient (PyTorch defines none); ints and bools only --------
-    def _integral(self, o: Any, name: str, bools: builtins.bool = True) -> tuple[Tensor, Any]:
+    def _integral(self: TensorSelf, o: Any, name: str, bools: builtins.bool = True) -> tuple[Tensor, Any]:
         a, b = _promote(self, o)
         for t in (a, b):
             kind = t._data.dtype.kind if isinstance(t, Tensor) else ("b" if isinstance(t, bool) else "f"
@@ -456,42 +460,42 @@ class ElementwiseMixin:
                 raise NotImplementedError(f'"{name}_cpu" not implemented for \'{dt}\'')
         return a, b
 
-    def bitwise_and(self, other: Any) -> Tensor:
+    def bitwise_and(self: TensorSelf, other: Any) -> Tensor:
         """Bitwise AND of ints or bools: ``tensor([6]).bitwise_and(3)`` is ``tensor([2])``."""
         a, b = self._integral(other, "bitwise_and")
         return Tensor._make(B.bitwise_and(a._data, _raw(b)))
 
-    def bitwise_or(self, other: Any) -> Tensor:
+    def bitwise_or(self: TensorSelf, other: Any) -> Tensor:
         """Bitwise OR of ints or bools: ``tensor([6]).bitwise_or(3)`` is ``tensor([7])``."""
         a, b = self._integral(other, "bitwise_or")
         return Tensor._make(B.bitwise_or(a._data, _raw(b)))
 
-    def bitwise_xor(self, other: Any) -> Tensor:
+    def bitwise_xor(self: TensorSelf, other: Any) -> Tensor:
         """Bitwise XOR of ints or bools: ``tensor([6]).bitwise_xor(3)`` is ``tensor([5])``."""
         a, b = self._integral(other, "bitwise_xor")
         return Tensor._make(B.bitwise_xor(a._data, _raw(b)))
 
-    def bitwise_not(self) -> Tensor:
+    def bitwise_not(self: TensorSelf) -> Tensor:
         """Bitwise NOT of ints or bools: ``tensor([0]).bitwise_not()`` is ``tensor([-1])``."""
         self._integral(self, "bitwise_not")
         return ~self
 
-    def bitwise_left_shift(self, other: Any) -> Tensor:
+    def bitwise_left_shift(self: TensorSelf, other: Any) -> Tensor:
         """``x << other`` for ints: ``tensor([1]).bitwise_left_shift(3)`` is ``tensor([8])``."""
         a, b = self._integral(other, "lshift", bools=False)
         return Tensor._make(B.left_shift(a._data, _raw(b)))
 
-    def bitwise_right_shift(self, other: Any) -> Tensor:
+    def bitwise_right_shift(self: TensorSelf, other: Any) -> Tensor:
         """``x >> other`` for ints: ``tensor([8]).bitwise_right_shift(3)`` is ``tensor([1])``."""
         a, b = self._integral(other, "rshift", bools=False)
         return Tensor._make(B.right_shift(a._data, _raw(b)))
 
-    def gcd(self, other: Any) -> Tensor:
+    def gcd(self: TensorSelf, other: Any) -> Tensor:
         """Greatest common divisor of ints: ``tensor([12]).gcd(tensor([8]))`` is ``tensor([4])``."""
         a, b = self._integral(other, "gcd", bools=False)
         return Tensor._make(B.gcd(a._data, _raw(b)))
 
-    def lcm(self, other: Any) -> Tensor:
+    def lcm(self: TensorSelf, other: Any) -> Tensor:
         """Least common multiple of ints: ``tensor([4]).lcm(tensor([6]))`` is ``tensor([12])``."""
         a, b = self._integral(other, "lcm", bools=False)
         return Tensor._make(B.lcm(a._data, _raw(b)))
@@ -503,12 +507,12 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     c = _as_tensor(condition)
     if input is None and other is None:
         return c.nonzero(as_tuple=True)
-    if c._data.dtype != np.bool_:
+    if c._data.dtype != B.xp.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {c.dtype}")
     a, b = input, other
-    if isinstance(a, np.ndarray) and a.ndim == 0:
+    if isinstance(a, B.ndarray) and a.ndim == 0:
         a = a.item()
-    if isinstance(b, np.ndarray) and b.ndim == 0:
+    if isinstance(b, B.ndarray) and b.ndim == 0:
         b = b.item()
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = _as_tensor(a)
@@ -517,7 +521,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     s = shapes[0]
     for sh in shapes[1:]:
         _check_broadcast(s, sh)
-        s = tuple(np.broadcast_shapes(s, sh))
+        s = tuple(B.xp.broadcast_shapes(s, sh))
     return F.Where.apply(c, a, b)
 
 
@@ -545,4 +549,4 @@ def _float_operands(a: Tensor, b: Any) -> tuple[Tensor, Any]:
 def _clamp_bound(x: Tensor, v: Any) -> Any:
     if v is None or isinstance(v, Tensor):
         return v.to(x.dtype) if isinstance(v, Tensor) else None
-    return np.asarray(v, x._data.dtype) if x._data.dtype.kind == "f" else v
+    return B.asarray(v, x._data.dtype) if x._data.dtype.kind == "f" else v

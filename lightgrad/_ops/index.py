@@ -5,8 +5,6 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import backend as B
 from .. import dtypes as D
 from ..grad_mode import _enabled, no_grad
@@ -17,6 +15,7 @@ from .elementwise import where
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class IndexMixin:
@@ -25,7 +24,7 @@ class IndexMixin:
     __slots__ = ()
 
     # ---- x[index] and x[index] = value -----------------------------------------------------------
-    def __getitem__(self, index: Any) -> Tensor:
+    def __getitem__(self: TensorSelf, index: Any) -> Tensor:
         split = _int_first(self.ndim, index)
         if split is not None:
             return self[split[0]][split[1]]
@@ -39,7 +38,7 @@ class IndexMixin:
             t._version = self._version  # (one counter for a base and its views, as PyTorch's)
         return t
 
-    def __setitem__(self, index: Any, value: Any) -> None:
+    def __setitem__(self: TensorSelf, index: Any, value: Any) -> None:
         split = _int_first(self.ndim, index)
         if split is not None:  # (the first index is basic: a view, written through)
             self[split[0]][split[1]] = value
@@ -47,31 +46,31 @@ class IndexMixin:
         idx, advanced = _index(self, index)
         self._assign(F.IndexPut, value, index=idx, accumulate=False)
 
-    def index_put(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+    def index_put(self: TensorSelf, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         idx, _ = _index(self, tuple(indices))
         v = _as_tensor(values, self)
         return F.IndexPut.apply(self, v.to(self.dtype), index=idx, accumulate=accumulate)
 
-    def index_put_(self, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+    def index_put_(self: TensorSelf, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
         idx, _ = _index(self, tuple(indices))
         self._assign(F.IndexPut, values, index=idx, accumulate=accumulate)
         return self
 
-    def _assign(self, op: Any, value: Any, **kw: Any) -> None:
-        v = value if isinstance(value, Tensor) else Tensor._make(np.asarray(_scalar_of(value), self._data.dtype))
+    def _assign(self: TensorSelf, op: Any, value: Any, **kw: Any) -> None:
+        v = value if isinstance(value, Tensor) else Tensor._make(B.asarray(_scalar_of(value), self._data.dtype))
         if v._data.dtype != self._data.dtype:
             v = v.to(self.dtype)
         try:
-            np.broadcast_shapes(np.shape(self._data[kw["index"]]), v.shape)
+            B.xp.broadcast_shapes(B.xp.shape(self._data[kw["index"]]), v.shape)
         except ValueError:
             raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
-                               f"to indexing result of shape {list(np.shape(self._data[kw['index']]))}") from None
+                               f"to indexing result of shape {list(B.xp.shape(self._data[kw['index']]))}") from None
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
         self._inplace(lambda s: op.apply(s, v, **kw), v)
 
     # ---- gather and select -----------------------------------------------------------------------
-    def gather(self, dim: builtins.int, index: Tensor) -> Tensor:
+    def gather(self: TensorSelf, dim: builtins.int, index: Tensor) -> Tensor:
         """``out[i][j] = x[i][index[i][j]]`` along ``dim`` (index has x's number of dims; 0-d counts as 1-d)."""
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "gather")
@@ -83,7 +82,7 @@ class IndexMixin:
         out = F.Gather.apply(x, dim=d, index=i)
         return out if ix.ndim else out.reshape(())
 
-    def take_along_dim(self, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
+    def take_along_dim(self: TensorSelf, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
         if dim is None:
             return self.flatten().gather(0, _as_tensor(indices).flatten())
         ix = _int_index(indices, "take_along_dim")
@@ -94,7 +93,7 @@ class IndexMixin:
         d = _dim(dim, self.ndim, scalar=False)
         a, b = (tuple(1 if i == d else s for i, s in enumerate(t.shape)) for t in (self, ix))
         _check_broadcast(a, b)
-        shape = list(np.broadcast_shapes(a, b))
+        shape = list(B.xp.broadcast_shapes(a, b))
         xs = shape.copy()
         xs[d] = n = self.shape[d]
         shape[d] = ix.shape[d]
@@ -102,15 +101,15 @@ class IndexMixin:
         # meaning there: PyTorch reads whatever lies there; this raises as gather does)
         _check_index(ix, n, d, "take_along_dim")
         ix = ix + n * (ix < 0)
-        return self.expand(xs).gather(d, Tensor._make(np.broadcast_to(ix, shape)))
+        return self.expand(xs).gather(d, Tensor._make(B.broadcast_to(ix, shape)))
 
-    def take(self, index: Tensor) -> Tensor:
+    def take(self: TensorSelf, index: Tensor) -> Tensor:
         """Elements of the flattened tensor at ``index`` (any shape): ``x.take(i)`` is ``x.flatten()[i]``."""
         ix = _int_index(index, "take")
         _check_index(ix, self.numel(), 0, "take")
         return self.reshape(-1)[Tensor._make(ix)]
 
-    def index_select(self, dim: builtins.int, index: Tensor) -> Tensor:
+    def index_select(self: TensorSelf, dim: builtins.int, index: Tensor) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "index_select")
         if ix.ndim > 1:
@@ -126,47 +125,47 @@ class IndexMixin:
         _check_index(ix, self.shape[d], d, "index_select_dim1" if self.ndim > 1 and d == 1 else "index")
         return self[(slice(None),) * d + (Tensor._make(ix.reshape(-1)),)]
 
-    def masked_select(self, mask: Tensor) -> Tensor:
+    def masked_select(self: TensorSelf, mask: Tensor) -> Tensor:
         m = _as_tensor(mask)
-        return self.expand(np.broadcast_shapes(self.shape, m.shape))[m.expand(np.broadcast_shapes(self.shape, m.shape))]
+        return self.expand(B.xp.broadcast_shapes(self.shape, m.shape))[m.expand(B.xp.broadcast_shapes(self.shape, m.shape))]
 
-    def nonzero(self, *, as_tuple: builtins.bool = False) -> Any:
-        nz = np.nonzero(self._data)
+    def nonzero(self: TensorSelf, *, as_tuple: builtins.bool = False) -> Any:
+        nz = B.nonzero(self._data)
         if as_tuple:
             return tuple(Tensor._make(i) for i in nz)
-        return Tensor._make(np.stack(nz, -1) if nz else np.zeros((0, 0), np.int64))
+        return Tensor._make(B.stack(nz, -1) if nz else B.xp.zeros((0, 0), B.xp.int64))
 
-    def argwhere(self) -> Tensor:
+    def argwhere(self: TensorSelf) -> Tensor:
         """Indices of the non-zero elements, one row each: ``tensor([0, 3]).argwhere()`` is ``[[1]]``."""
         if not self.ndim:  # (one row of no coordinates when the scalar is non-zero)
             return self.reshape(1).nonzero()[:, :0]
         return self.nonzero()
 
     # ---- scatter ---------------------------------------------------------------------------------
-    def scatter(self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
+    def scatter(self: TensorSelf, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
                 reduce: str | None = None) -> Tensor:
         """A copy with ``src`` values written at ``index`` along ``dim``."""
         s = src if src is not None else value
         add = reduce == "add"
         return self._scatter(dim, index, s, add)
 
-    def scatter_add(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+    def scatter_add(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
         return self._scatter(dim, index, src, True)
 
-    def _scatter(self, dim: builtins.int, index: Tensor, src: Any, add: builtins.bool) -> Tensor:
+    def _scatter(self: TensorSelf, dim: builtins.int, index: Tensor, src: Any, add: builtins.bool) -> Tensor:
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "scatter")
         if max(ix.ndim, 1) != max(self.ndim, 1):
             raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
         x, i = (self if self.ndim else self.reshape(1)), (ix if ix.ndim else ix.reshape(1))  # (0-d as 1-d)
         _check_index(i, x.shape[d], d, "scatter")
-        s = src if isinstance(src, Tensor) else Tensor._make(np.asarray(src, self._data.dtype))
+        s = src if isinstance(src, Tensor) else Tensor._make(B.asarray(src, self._data.dtype))
         if not self.ndim and s.ndim == 0:
             s = s.reshape(1)
         out = F.Scatter.apply(x, s.to(self.dtype), dim=d, index=i, add=add)
         return out if self.ndim else out.reshape(())
 
-    def scatter_reduce(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
+    def scatter_reduce(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
                        include_self: builtins.bool = True) -> Tensor:
         """scatter with ``reduce`` in sum, prod, mean, amax, amin of src (and self, if include_self)
         at each position; as PyTorch, amax/amin split the gradient evenly among equal extremes."""
@@ -224,7 +223,7 @@ class IndexMixin:
         dsrc = zeros_like(self).scatter_add(d, idx, where(src_hit, sv - sv.detach(), 0.0))
         return r + (ds + dsrc) / count
 
-    def put(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+    def put(self: TensorSelf, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
         """A copy with ``source`` written (or added) at flat positions ``index``."""
         ix = _int_index(index, "put")
         _check_index(ix, self.numel(), 0, "take")
@@ -234,7 +233,7 @@ class IndexMixin:
         flat = self.reshape(-1).index_put((Tensor._make(ix.reshape(-1)),), source.reshape(-1), accumulate)
         return flat.reshape(self.shape)
 
-    def _scatter_into(self, key: Any, src: Tensor, what: str) -> Tensor:
+    def _scatter_into(self: TensorSelf, key: Any, src: Tensor, what: str) -> Tensor:
         out = self.clone()
         want = tuple(out[key].shape)
         if tuple(src.shape) != want:
@@ -243,18 +242,18 @@ class IndexMixin:
         out[key] = src
         return out
 
-    def select_scatter(self, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
+    def select_scatter(self: TensorSelf, src: Tensor, dim: builtins.int, index: builtins.int) -> Tensor:
         """A copy of self with ``src`` written at ``select(dim, index)`` (differentiable in both)."""
         self.select(dim, index)
         return self._scatter_into((slice(None),) * _dim(dim, self.ndim) + (index,), src, "select_scatter")
 
-    def slice_scatter(self, src: Tensor, dim: builtins.int = 0, start: builtins.int | None = None,
+    def slice_scatter(self: TensorSelf, src: Tensor, dim: builtins.int = 0, start: builtins.int | None = None,
                       end: builtins.int | None = None, step: builtins.int = 1) -> Tensor:
         """A copy of self with ``src`` written at ``[start:end:step]`` along ``dim``."""
         key = (slice(None),) * _dim(dim, self.ndim) + (slice(start, end, step),)
         return self._scatter_into(key, src, "slice_scatter")
 
-    def diagonal_scatter(self, src: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0,
+    def diagonal_scatter(self: TensorSelf, src: Tensor, offset: builtins.int = 0, dim1: builtins.int = 0,
                          dim2: builtins.int = 1) -> Tensor:
         """A copy of self with ``src`` written on ``diagonal(offset, dim1, dim2)``."""
         d1, d2 = _dim(dim1, self.ndim), _dim(dim2, self.ndim)
@@ -263,58 +262,58 @@ class IndexMixin:
             raise RuntimeError(f"diagonal_scatter: expected src to have a size equal to the slice of self. "
                                f"src size = {list(src.shape)}, slice size = {list(want)}")
         k = want[-1]
-        rows = np.arange(k) + max(-offset, 0)
-        cols = np.arange(k) + max(offset, 0)
+        rows = B.arange(k) + max(-offset, 0)
+        cols = B.arange(k) + max(offset, 0)
         order = [i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2]
         out = self.permute(order).clone()  # (..., n1, n2)
         out[..., Tensor._make(rows), Tensor._make(cols)] = src
-        return out.permute(np.argsort(order).tolist())
+        return out.permute(B.argsort(order).tolist())
 
     # ---- masks -----------------------------------------------------------------------------------
-    def masked_fill(self, mask: Any, value: Any) -> Tensor:
+    def masked_fill(self: TensorSelf, mask: Any, value: Any) -> Tensor:
         """Set positions where ``mask`` is True to ``value`` (mask broadcasts)."""
         m = _as_tensor(mask)
-        if m._data.dtype != np.bool_:
+        if m._data.dtype != B.xp.bool_:
             raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {m.dtype}")
         if isinstance(value, Tensor) and value.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                                f"with {value.ndim} dimension(s).")
         v = value if isinstance(value, Tensor) and value.requires_grad else _scalar_of(value)
         if not isinstance(v, Tensor):
-            v = np.asarray(v, self._data.dtype)
+            v = B.asarray(v, self._data.dtype)
         return where(m, v, self)
 
-    def masked_scatter(self, mask: Tensor, source: Tensor) -> Tensor:
+    def masked_scatter(self: TensorSelf, mask: Tensor, source: Tensor) -> Tensor:
         """Positions where ``mask`` holds take consecutive elements of ``source`` (row-major order)."""
-        if mask._data.dtype != np.bool_:
+        if mask._data.dtype != B.xp.bool_:
             raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype {mask.dtype}")
         if source._data.dtype != self._data.dtype:
             raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                                f"{self.dtype} and {source.dtype}")
         _check_broadcast(self._data.shape, mask._data.shape)
-        shape = np.broadcast_shapes(self._data.shape, mask._data.shape)
-        m = np.broadcast_to(mask._data, shape)
+        shape = B.xp.broadcast_shapes(self._data.shape, mask._data.shape)
+        m = B.broadcast_to(mask._data, shape)
         count = builtins.int(m.sum())
         if count > source.numel():
             raise RuntimeError(f"masked_scatter: Number of elements of source < number of ones in mask "
                                f"({source.numel()} < {count})")
-        pos = np.maximum(np.cumsum(m.reshape(-1)) - 1, 0).reshape(shape)  # index into source per position
+        pos = B.xp.maximum(B.cumsum(m.reshape(-1)) - 1, 0).reshape(shape)  # index into source per position
         picked = source.reshape(-1)[Tensor._make(pos)] if source.numel() else self.expand(shape) * 0
-        return where(Tensor._make(np.ascontiguousarray(m)), picked, self.expand(shape))
+        return where(Tensor._make(B.xp.ascontiguousarray(m)), picked, self.expand(shape))
 
     # ---- slices along a dim at an index: index_add, index_copy, index_fill, index_reduce ---------
-    def _index_along(self, op: str, dim: builtins.int, index: Any, source: Any,
-                     alpha: Number = 1) -> tuple[builtins.int, np.ndarray]:
+    def _index_along(self: TensorSelf, op: str, dim: builtins.int, index: Any, source: Any,
+                     alpha: Number = 1) -> tuple[builtins.int, B.ndarray]:
         """PyTorch's checks for index_add, index_copy, index_fill or index_reduce (``op``; ``source``
         is the value for index_fill), in its order and words; returns dim as an axis and the index as
         int64 (1-D), negative entries of index_fill's counted from the end."""
-        ix = _raw(index) if isinstance(index, Tensor) else np.asarray(index)
+        ix = _raw(index) if isinstance(index, Tensor) else B.asarray(index)
         name = _SCALAR_TYPE[D._BY_NP[ix.dtype].name] if ix.dtype in D._BY_NP else str(ix.dtype)
         if op == "index_fill":
             if isinstance(source, Tensor) and source.ndim:
                 raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                                    f"{source.ndim} dimension(s).")
-            if ix.dtype != np.int64:
+            if ix.dtype != B.xp.int64:
                 raise IndexError("index_fill_(): Expected dtype int64 for index.")
             d = _dim(dim, self.ndim)
             if ix.ndim > 1:
@@ -331,20 +330,20 @@ class IndexMixin:
                 # (PyTorch's CPU kernel hands an int64 index with alpha 1 along the first or last of two
                 # or more dims to scatter_add, and so says it in scatter's words)
                 fast = op == "index_add" and self.ndim > 1 and d in (0, self.ndim - 1) and alpha == 1 \
-                    and ix.dtype == np.int64
+                    and ix.dtype == B.xp.int64
                 kind = "scatter" if fast else "index"
-        ix = ix.reshape(-1).astype(np.int64, copy=False)
+        ix = ix.reshape(-1).astype(B.xp.int64, copy=False)
         n = self.shape[d] if self.ndim else 1
         _check_index(ix, n, d, kind)
         return d, (ix + n * (ix < 0) if kind == "index_fill" else ix)
 
-    def _check_index_add(self, op: str, d: builtins.int, ix: np.ndarray, name: str, source: Tensor, mine: str,
+    def _check_index_add(self: TensorSelf, op: str, d: builtins.int, ix: B.ndarray, name: str, source: Tensor, mine: str,
                          theirs: str) -> None:
         """index_add's (and index_reduce's) checks of index and source, in PyTorch's order."""
         if ix.ndim > 1:
             raise IndexError(f"{op}_(): Index is supposed to be a vector, but got dim: {ix.ndim} with type: {name} "
                              f"and size: {list(ix.shape)}")
-        if ix.dtype not in (np.int64, np.int32):
+        if ix.dtype not in (B.xp.int64, B.xp.int32):
             raise RuntimeError(f"{op}_(): Expected dtype int32/int64 for index but got: {name}")
         if mine != theirs:
             raise RuntimeError(f"{op}_(): self ({mine}) and source ({theirs}) must have the same scalar type")
@@ -358,7 +357,7 @@ class IndexMixin:
             raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
                                f"Got self.shape = {list(self.shape)} source.shape = {list(source.shape)}")
 
-    def _check_index_copy(self, d: builtins.int, ix: np.ndarray, name: str, source: Tensor, mine: str,
+    def _check_index_copy(self: TensorSelf, d: builtins.int, ix: B.ndarray, name: str, source: Tensor, mine: str,
                           theirs: str) -> None:
         """index_copy's checks of index and source, in PyTorch's order."""
         if ix.ndim > 1:
@@ -369,7 +368,7 @@ class IndexMixin:
             raise IndexError(f"index_copy_(): When source and destination are not scalars, their dimensionality "
                              f"must match. Source dimensionality ({source.ndim}), destination dimensionality "
                              f"({self.ndim})")
-        if ix.dtype != np.int64:
+        if ix.dtype != B.xp.int64:
             raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {name}")
         if mine != theirs:
             raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but got (self) "
@@ -383,13 +382,13 @@ class IndexMixin:
             raise IndexError(f"index_copy_(): Number of indices ({ix.size}) should be equal to source.size(dim) "
                              f"({source.shape[d]})")
 
-    def _index_grid(self, d: builtins.int, ix: np.ndarray, shape: Any) -> Tensor:
+    def _index_grid(self: TensorSelf, d: builtins.int, ix: B.ndarray, shape: Any) -> Tensor:
         """The 1-D index ``ix`` laid along d and broadcast to ``shape`` (for scatter)."""
         along = [1] * len(shape)
         along[d] = len(ix)
         return Tensor._make(B.broadcast_to(ix.reshape(along), tuple(shape)))
 
-    def index_add(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
+    def index_add(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
         """A copy with ``alpha * source`` slices added at ``index`` along ``dim`` (repeats add up).
 
         >>> lightgrad.zeros(3).index_add(0, lightgrad.tensor([0, 0, 2]), lightgrad.ones(3))
@@ -401,21 +400,21 @@ class IndexMixin:
         s = source if alpha == 1 else source * alpha
         return self.scatter_add(d, self._index_grid(d, ix, s.shape), s)
 
-    def index_copy(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+    def index_copy(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
         """A copy with ``source`` slices written at ``index`` along ``dim``."""
         d, ix = self._index_along("index_copy", dim, index, source)
         if not self.ndim:
             return source.reshape(()) + self * 0
         return self.scatter(d, self._index_grid(d, ix, source.shape), source)
 
-    def index_fill(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+    def index_fill(self: TensorSelf, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
         """A copy with the slices at ``index`` along ``dim`` set to ``value``."""
         d, ix = self._index_along("index_fill", dim, index, value)
         n = self.shape[d] if self.ndim else 1
         mask = B.isin(B.arange(n), ix).reshape([n if i == d else 1 for i in range(self.ndim)])
         return self.masked_fill(Tensor._make(mask), value)
 
-    def index_reduce(self, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
+    def index_reduce(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
                      include_self: builtins.bool = True) -> Tensor:
         """Reduce rows of ``source`` into ``self`` at ``index`` along ``dim`` with prod, mean, amax or amin."""
         if reduce not in ("prod", "mean", "amax", "amin"):
@@ -439,12 +438,12 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
     dims = (shape,) if isinstance(shape, builtins.int) else tuple(shape)
     if builtins.any(d < 0 for d in dims):
         raise ValueError(f"'shape' cannot have negative values, but got {tuple(dims)}")
-    rest, coords = ix._data.astype(np.int64), []
+    rest, coords = ix._data.astype(B.xp.int64), []
     # floor division and modulo per dim, last first: out-of-range and negative indices wrap as in PyTorch
     for d in reversed(dims):
         coords.append(rest % d if d else rest * 0)
         rest = rest // d if d else rest * 0
-    return tuple(Tensor._make(np.asarray(c, np.int64)) for c in reversed(coords))
+    return tuple(Tensor._make(B.asarray(c, B.xp.int64)) for c in reversed(coords))
 
 
 # ---- helpers: PyTorch's index as NumPy's, index checks in PyTorch's words ------------------------
@@ -459,9 +458,9 @@ def _int_first(ndim: builtins.int, index: Any) -> tuple[tuple[Any, ...], tuple[A
 
     def kind(it: Any) -> str:
         a = it._arr if isinstance(it, Tensor) else it
-        if isinstance(a, list) or isinstance(a, np.ndarray) and (a.ndim or a.dtype == np.bool_):
-            return "mask" if np.asarray(a).dtype == np.bool_ else "array"
-        if isinstance(a, builtins.int | np.integer) or isinstance(a, np.ndarray):  # (a 0-d integer tensor)
+        if isinstance(a, list) or isinstance(a, B.ndarray) and (a.ndim or a.dtype == B.xp.bool_):
+            return "mask" if B.asarray(a).dtype == B.xp.bool_ else "array"
+        if isinstance(a, builtins.int | B.xp.integer) or isinstance(a, B.ndarray):  # (a 0-d integer tensor)
             return "int"
         return "basic"
     kinds = [kind(it) for it in items]
@@ -473,7 +472,7 @@ def _int_first(ndim: builtins.int, index: Any) -> tuple[tuple[Any, ...], tuple[A
     then: list[Any] = []
     for it, k in zip(items, kinds):
         if k in ("array", "mask"):
-            n = (it._arr if isinstance(it, Tensor) else np.asarray(it)).ndim if k == "mask" else 1
+            n = (it._arr if isinstance(it, Tensor) else B.asarray(it)).ndim if k == "mask" else 1
             first += [slice(None)] * n
             then.append(it)
         elif k == "int":
@@ -483,7 +482,7 @@ def _int_first(ndim: builtins.int, index: Any) -> tuple[tuple[Any, ...], tuple[A
             then.append(it if it is Ellipsis else slice(None))  # (slices applied; None's dim now exists)
     # the Ellipsis of the second index spelled out: the dims the others leave after the first
     left = ndim - kinds.count("int") + builtins.sum(1 for it in items if it is None)
-    used = builtins.sum((it._arr if isinstance(it, Tensor) else np.asarray(it)).ndim if k == "mask" else 1
+    used = builtins.sum((it._arr if isinstance(it, Tensor) else B.asarray(it)).ndim if k == "mask" else 1
                         for it, k in zip(then, [kind(t) if t is not Ellipsis else "e" for t in then]) if k != "e")
     if Ellipsis in [t for t in then if t is Ellipsis]:
         i = next(j for j, t in enumerate(then) if t is Ellipsis)
@@ -501,13 +500,13 @@ def _index(x: Tensor, index: Any) -> tuple[Any, bool]:
             it = it._data
         elif isinstance(it, list):
             # (an empty list is an empty integer index, as PyTorch's)
-            it = np.asarray([i._data if isinstance(i, Tensor) else i for i in it], None if it else np.int64)
+            it = B.asarray([i._data if isinstance(i, Tensor) else i for i in it], None if it else B.xp.int64)
             if it.dtype.kind == "f":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-        if isinstance(it, np.ndarray):
+        if isinstance(it, B.ndarray):
             if it.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if it.dtype == np.uint8:
+            if it.dtype == B.xp.uint8:
                 it = it.astype(bool)
             if it.ndim == 0 and it.dtype.kind in "iu":
                 it = int(it)
@@ -516,25 +515,25 @@ def _index(x: Tensor, index: Any) -> tuple[Any, bool]:
         elif isinstance(it, float):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              "Variables are valid indices (got float)")
-        elif not (it is None or it is Ellipsis or isinstance(it, int | slice | np.integer)):
+        elif not (it is None or it is Ellipsis or isinstance(it, int | slice | B.xp.integer)):
             raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                              f"Variables are valid indices (got {type(it).__name__})")
         if isinstance(it, slice) and it.step is not None and it.step <= 0:
             raise ValueError("step must be greater than zero")
         out.append(it)
     nd = sum(1 for it in out if it is not None and it is not Ellipsis
-             and not (isinstance(it, np.ndarray) and it.dtype == bool)) + sum(
-        it.ndim for it in out if isinstance(it, np.ndarray) and it.dtype == bool)
+             and not (isinstance(it, B.ndarray) and it.dtype == bool)) + sum(
+        it.ndim for it in out if isinstance(it, B.ndarray) and it.dtype == bool)
     if nd > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
     return (tuple(out) if isinstance(index, tuple) or len(out) != 1 else out[0]), advanced
 
 
-def _int_index(index: Any, op: str) -> np.ndarray:
-    ix = _raw(index) if isinstance(index, Tensor) else np.asarray(index)
+def _int_index(index: Any, op: str) -> B.ndarray:
+    ix = _raw(index) if isinstance(index, Tensor) else B.asarray(index)
     if ix.dtype.kind not in "iu":
         raise RuntimeError(f"{op}(): Expected dtype int64 for index, got {D._BY_NP.get(ix.dtype, ix.dtype)}")
-    return ix.astype(np.int64, copy=False)
+    return ix.astype(B.xp.int64, copy=False)
 
 
 # How PyTorch's CPU kernels word an index outside its dim, by op family: (exception, message,
@@ -551,12 +550,12 @@ _OUT_OF_RANGE = {
 }
 
 
-def _check_index(ix: np.ndarray, n: builtins.int, d: builtins.int, kind: str) -> None:
+def _check_index(ix: B.ndarray, n: builtins.int, d: builtins.int, kind: str) -> None:
     """Raise PyTorch's error for ``kind`` (see _OUT_OF_RANGE) where an entry of ``ix`` is outside a
     dim of size ``n``: one min and one max when all are inside."""
     exc, msg, negative = _OUT_OF_RANGE[kind]
     lo = -n if negative else 0
     if ix.size and (ix.max() >= n or ix.min() < lo):
         flat = ix.reshape(-1)
-        bad = builtins.int(flat[np.argmax((flat >= n) | (flat < lo))])
+        bad = builtins.int(flat[B.argmax((flat >= n) | (flat < lo))])
         raise exc(msg.format(i=bad, d=d, n=n))

@@ -11,8 +11,6 @@ from collections.abc import Callable
 from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import backend as B
 from .. import dtypes as D
 from ..grad_mode import _enabled
@@ -25,6 +23,7 @@ from .shape import ShapeMixin
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 def _form(name: str) -> Callable[..., Tensor]:
@@ -120,17 +119,17 @@ class InplaceMixin:
     triu_ = _form("triu")
 
     # ---- arithmetic ------------------------------------------------------------------------------
-    def add_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+    def add_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
         if self._axpy_(other, alpha):
             return self
         return self._inplace(lambda s: s.add(other, alpha=alpha), other)
 
-    def sub_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+    def sub_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
         if isinstance(alpha, builtins.int | builtins.float) and self._axpy_(other, -alpha):
             return self
         return self._inplace(lambda s: s.sub(other, alpha=alpha), other)
 
-    def _axpy_(self, other: Any, alpha: Any) -> builtins.bool:
+    def _axpy_(self: TensorSelf, other: Any, alpha: Any) -> builtins.bool:
         """self += alpha * other straight into self's storage when no graph is recorded and both
         are float tensors of one shape and dtype (every optimizer update): one temporary instead
         of three arrays and a copy. False when that does not apply."""
@@ -151,216 +150,216 @@ class InplaceMixin:
         _bump(self)
         return True
 
-    def mul_(self, other: Any) -> Tensor:
+    def mul_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s * other, other)
 
-    def div_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    def div_(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return self._inplace(lambda s: s.div(other, rounding_mode=rounding_mode), other)
 
-    def pow_(self, e: Any) -> Tensor:
+    def pow_(self: TensorSelf, e: Any) -> Tensor:
         return self._inplace(lambda s: s ** e, e)
 
-    def neg_(self) -> Tensor:
+    def neg_(self: TensorSelf) -> Tensor:
         return self._inplace(lambda s: -s)
 
-    def negative_(self) -> Tensor:
+    def negative_(self: TensorSelf) -> Tensor:
         return self._inplace(lambda s: -s)
 
-    def subtract_(self, other: Any, *, alpha: Number = 1) -> Tensor:
+    def subtract_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
         return self.sub_(other, alpha=alpha)
 
-    def multiply_(self, other: Any) -> Tensor:
+    def multiply_(self: TensorSelf, other: Any) -> Tensor:
         return self.mul_(other)
 
-    def divide_(self, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    def divide_(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
         return self.div_(other, rounding_mode=rounding_mode)
 
-    def true_divide_(self, other: Any) -> Tensor:
+    def true_divide_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.true_divide(other), other)
 
-    def floor_divide_(self, other: Any) -> Tensor:
+    def floor_divide_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.floor_divide(other), other)
 
-    def remainder_(self, other: Any) -> Tensor:
+    def remainder_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.remainder(other), other)
 
-    def fmod_(self, other: Any) -> Tensor:
+    def fmod_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.fmod(other), other)
 
-    def addcmul_(self, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
+    def addcmul_(self: TensorSelf, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
         return self._inplace(lambda s: s + t1 * t2 * value, t1, t2)
 
-    def addcdiv_(self, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
+    def addcdiv_(self: TensorSelf, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
         return self._inplace(lambda s: s + t1 / t2 * value, t1, t2)
 
-    def lerp_(self, end: Any, weight: Any) -> Tensor:
+    def lerp_(self: TensorSelf, end: Any, weight: Any) -> Tensor:
         return self._inplace(lambda s: s.lerp(end, weight), end, weight)
 
     # ---- math ------------------------------------------------------------------------------------
-    def absolute_(self) -> Tensor:
+    def absolute_(self: TensorSelf) -> Tensor:
         return self._inplace(lambda s: s.abs())
 
-    def fix_(self) -> Tensor:
+    def fix_(self: TensorSelf) -> Tensor:
         return self._inplace(lambda s: s.trunc())
 
-    def float_power_(self, exponent: Any) -> Tensor:
-        if self._data.dtype != np.float64:
+    def float_power_(self: TensorSelf, exponent: Any) -> Tensor:
+        if self._data.dtype != B.xp.float64:
             raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but "
                                f"the operation's result requires dtype Double")
         return self._inplace(lambda s: s.float_power(exponent), exponent)
 
-    def heaviside_(self, values: Tensor) -> Tensor:
+    def heaviside_(self: TensorSelf, values: Tensor) -> Tensor:
         return self._inplace(lambda s: s._heaviside(values, "heaviside_"), values)
 
-    def atan2_(self, other: Any) -> Tensor:
+    def atan2_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.atan2(other), other)
 
     arcsin_, arccos_, arctan_, arcsinh_, arccosh_, arctanh_, arctan2_ = (
         asin_, acos_, atan_, asinh_, acosh_, atanh_, atan2_)
 
-    def xlogy_(self, other: Any) -> Tensor:
+    def xlogy_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.xlogy(other), other)
 
-    def hypot_(self, other: Any) -> Tensor:
+    def hypot_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.hypot(other), other)
 
-    def copysign_(self, other: Any) -> Tensor:
+    def copysign_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.copysign(other), other)
 
-    def ldexp_(self, other: Any) -> Tensor:
+    def ldexp_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.ldexp(other), other)
 
-    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    def clamp_(self: TensorSelf, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         return self._inplace(lambda s: s.clamp(min, max), min, max)
 
     clip_ = clamp_
 
-    def clamp_min_(self, min: Any) -> Tensor:  # noqa: A002
+    def clamp_min_(self: TensorSelf, min: Any) -> Tensor:  # noqa: A002
         return self._inplace(lambda s: s.clamp_min(min), min)
 
-    def clamp_max_(self, max: Any) -> Tensor:  # noqa: A002
+    def clamp_max_(self: TensorSelf, max: Any) -> Tensor:  # noqa: A002
         return self._inplace(lambda s: s.clamp_max(max), max)
 
-    def cumsum_(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+    def cumsum_(self: TensorSelf, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         # (accumulates in self's dtype, as PyTorch: ints are not widened to int64 first)
         return self._inplace(lambda s: s.cumsum(dim, dtype=self.dtype if dtype is None else dtype))
 
     # ---- comparisons and logical ops (self keeps its dtype: the bool result is cast into it, as PyTorch's) ---
-    def eq_(self, other: Any) -> Tensor:
+    def eq_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.eq(other), other)
 
-    def ne_(self, other: Any) -> Tensor:
+    def ne_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.ne(other), other)
 
-    def lt_(self, other: Any) -> Tensor:
+    def lt_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.lt(other), other)
 
-    def le_(self, other: Any) -> Tensor:
+    def le_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.le(other), other)
 
-    def gt_(self, other: Any) -> Tensor:
+    def gt_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.gt(other), other)
 
-    def ge_(self, other: Any) -> Tensor:
+    def ge_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.ge(other), other)
 
     greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
 
-    def logical_and_(self, other: Any) -> Tensor:
+    def logical_and_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.logical_and(other), other)
 
-    def logical_or_(self, other: Any) -> Tensor:
+    def logical_or_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.logical_or(other), other)
 
-    def logical_xor_(self, other: Any) -> Tensor:
+    def logical_xor_(self: TensorSelf, other: Any) -> Tensor:
         return self._inplace(lambda s: s.logical_xor(other), other)
 
     # ---- linear algebra --------------------------------------------------------------------------
-    def addmm_(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addmm_(self: TensorSelf, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         return self._inplace(lambda s: s.addmm(mat1, mat2, beta=beta, alpha=alpha), mat1, mat2)
 
-    def addmv_(self, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addmv_(self: TensorSelf, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         return self._inplace(lambda s: s.addmv(mat, vec, beta=beta, alpha=alpha), mat, vec)
 
-    def addbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addbmm_(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         return self._inplace(lambda s: s.addbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
 
-    def baddbmm_(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def baddbmm_(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         return self._inplace(lambda s: s.baddbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
 
-    def addr_(self, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addr_(self: TensorSelf, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         return self._inplace(lambda s: s.addr(vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
 
     # ---- indexing, scatter and masks -------------------------------------------------------------
-    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
+    def masked_fill_(self: TensorSelf, mask: Any, value: Any) -> Tensor:
         return self._inplace(lambda s: s.masked_fill(mask, value), value)
 
-    def masked_scatter_(self, mask: Tensor, source: Tensor) -> Tensor:
+    def masked_scatter_(self: TensorSelf, mask: Tensor, source: Tensor) -> Tensor:
         return self._inplace(lambda s: s.masked_scatter(mask, source), source)
 
-    def scatter_(self, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
+    def scatter_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
                  reduce: str | None = None) -> Tensor:
         return self._inplace(lambda s: s.scatter(dim, index, src, value=value, reduce=reduce), src)
 
-    def scatter_add_(self, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+    def scatter_add_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
         return self._inplace(lambda s: s.scatter_add(dim, index, src), src)
 
-    def scatter_reduce_(self, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
+    def scatter_reduce_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
                         include_self: builtins.bool = True) -> Tensor:
         if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
             raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
         return self._inplace(lambda s: s.scatter_reduce(dim, index, src, reduce, include_self=include_self), src)
 
-    def index_add_(self, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
+    def index_add_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
         self._index_along("index_add", dim, index, source, alpha)
         return self._inplace(lambda s: s.index_add(dim, index, source, alpha=alpha), source)
 
-    def index_copy_(self, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+    def index_copy_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
         self._index_along("index_copy", dim, index, source)
         return self._inplace(lambda s: s.index_copy(dim, index, source), source)
 
-    def index_fill_(self, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+    def index_fill_(self: TensorSelf, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
         self._index_along("index_fill", dim, index, value)
         return self._inplace(lambda s: s.index_fill(dim, index, value), value)
 
-    def index_reduce_(self, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
+    def index_reduce_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
                       include_self: builtins.bool = True) -> Tensor:
         return self._inplace(lambda s: s.index_reduce(dim, index, source, reduce, include_self=include_self),
                              source)
 
-    def put_(self, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+    def put_(self: TensorSelf, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
         return self._inplace(lambda s: s.put(index, source, accumulate), source)
 
-    def fill_diagonal_(self, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
+    def fill_diagonal_(self: TensorSelf, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
         """Fill the main diagonal in place (all dims equal when more than 2; ``wrap`` for tall matrices)."""
         if self.ndim < 2:
             raise RuntimeError(f"dimensions must larger than 1, got {self.ndim}")
         if self.ndim > 2 and len(set(self.shape)) != 1:
             raise RuntimeError(f"all dimensions of input must be of equal length, got {list(self.shape)}")
-        m = np.zeros(self._data.shape, np.bool_)
-        np.fill_diagonal(m, True, wrap=wrap)
+        m = B.xp.zeros(self._data.shape, B.xp.bool_)
+        B.xp.fill_diagonal(m, True, wrap=wrap)
         return self._inplace(lambda s: s.masked_fill(Tensor._make(m), fill_value), fill_value)
 
     # ---- views in place: self becomes the view (Tensor._view_) -----------------------------------
-    def unsqueeze_(self, dim: builtins.int) -> Tensor:
+    def unsqueeze_(self: TensorSelf, dim: builtins.int) -> Tensor:
         return self._view_(lambda t: t.unsqueeze(dim))
 
-    def squeeze_(self, dim: Any = None) -> Tensor:
+    def squeeze_(self: TensorSelf, dim: Any = None) -> Tensor:
         return self._view_(lambda t: t.squeeze() if dim is None else t.squeeze(dim))
 
-    def t_(self) -> Tensor:
+    def t_(self: TensorSelf) -> Tensor:
         return self._view_(lambda t: t.t())
 
-    def transpose_(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+    def transpose_(self: TensorSelf, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         return self._view_(lambda t: t.transpose(dim0, dim1))
 
     swapaxes_ = swapdims_ = transpose_
 
     # ---- filling and copying ---------------------------------------------------------------------
-    def zero_(self) -> Tensor:
+    def zero_(self: TensorSelf) -> Tensor:
         return self.fill_(0)
 
-    def fill_(self, value: Any) -> Tensor:
+    def fill_(self: TensorSelf, value: Any) -> Tensor:
         if isinstance(value, Tensor) and value.requires_grad:
             return self._inplace(lambda s: s * 0 + value, value)
         if self._grad_fn is not None and _enabled.get():
@@ -371,11 +370,11 @@ class InplaceMixin:
         _bump(self)
         return self
 
-    def copy_(self, src: Any, non_blocking: builtins.bool = False) -> Tensor:
+    def copy_(self: TensorSelf, src: Any, non_blocking: builtins.bool = False) -> Tensor:
         """Copy ``src`` (broadcast, cast to self's dtype) into self's storage."""
         s = _as_tensor(src, self)
         try:
-            np.broadcast_shapes(s.shape, self.shape)
+            B.xp.broadcast_shapes(s.shape, self.shape)
         except ValueError:
             raise RuntimeError(f"The size of tensor a ({self.shape[-1] if self.ndim else 1}) must match the size of "
                                f"tensor b ({s.shape[-1] if s.ndim else 1}): copy_ from shape {list(s.shape)} "
@@ -384,6 +383,6 @@ class InplaceMixin:
                              if s.requires_grad or t.requires_grad else
                              Tensor._make(B.cast(B.broadcast_to(s._data, self.shape), self._data.dtype)), s)
 
-    def apply_(self, fn: Any) -> Tensor:
-        self._data[...] = np.vectorize(fn)(self._data)
+    def apply_(self: TensorSelf, fn: Any) -> Tensor:
+        self._data[...] = B.xp.vectorize(fn)(self._data)
         return self

@@ -17,6 +17,7 @@ from .shape import cat, stack
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class LinalgMixin:
@@ -25,7 +26,7 @@ class LinalgMixin:
     __slots__ = ()
 
     # ---- products --------------------------------------------------------------------------------
-    def matmul(self, other: Any) -> Tensor:
+    def matmul(self: TensorSelf, other: Any) -> Tensor:
         """Matrix product with PyTorch's rules for 1-D, 2-D and batched operands."""
         a = self
         b = _as_tensor(other, self)
@@ -59,12 +60,12 @@ class LinalgMixin:
             return F.MatMul.apply(a, b.reshape(-1, 1)).squeeze(-1)
         return F.MatMul.apply(a, b)
 
-    def mm(self, other: Tensor) -> Tensor:
+    def mm(self: TensorSelf, other: Tensor) -> Tensor:
         if self.ndim != 2 or other.ndim != 2:
             raise RuntimeError(f"mm: expected 2D tensors, got {self.ndim}D and {other.ndim}D")
         return self.matmul(other)
 
-    def bmm(self, other: Tensor) -> Tensor:
+    def bmm(self: TensorSelf, other: Tensor) -> Tensor:
         if self.ndim != 3 or other.ndim != 3:
             raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {other.ndim}D")
         if self.shape[0] != other.shape[0]:
@@ -72,10 +73,10 @@ class LinalgMixin:
                                f"[{self.shape[0]}, {self.shape[2]}] but got: [{other.shape[0]}, {other.shape[1]}].")
         return self.matmul(other)
 
-    def mv(self, v: Tensor) -> Tensor:
+    def mv(self: TensorSelf, v: Tensor) -> Tensor:
         return self.matmul(v)
 
-    def dot(self, other: Tensor) -> Tensor:
+    def dot(self: TensorSelf, other: Tensor) -> Tensor:
         if self.ndim != 1 or other.ndim != 1:
             raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
         if self.shape != other.shape:
@@ -86,16 +87,16 @@ class LinalgMixin:
 
     inner = dot
 
-    def vdot(self, other: Tensor) -> Tensor:
+    def vdot(self: TensorSelf, other: Tensor) -> Tensor:
         """Dot product of two 1-D tensors (no conjugation needed for real dtypes)."""
         return self.dot(other)
 
-    def outer(self, other: Tensor) -> Tensor:
+    def outer(self: TensorSelf, other: Tensor) -> Tensor:
         return self.reshape(-1, 1) * other.reshape(1, -1)
 
     ger = outer
 
-    def kron(self, other: Tensor) -> Tensor:
+    def kron(self: TensorSelf, other: Tensor) -> Tensor:
         """Kronecker product: block (i, j) of the result is self[i, j] * other."""
         o = _as_tensor(other, self)
         nd = max(self.ndim, o.ndim)
@@ -105,7 +106,7 @@ class LinalgMixin:
         b = o.reshape(tuple(v for s in sb for v in (1, s)))  # (1, b0, 1, b1, ...)
         return (a * b).reshape(tuple(x * y for x, y in zip(sa, sb)))
 
-    def cross(self, other: Tensor, dim: builtins.int | None = None) -> Tensor:
+    def cross(self: TensorSelf, other: Tensor, dim: builtins.int | None = None) -> Tensor:
         """Cross product of 3-vectors along ``dim`` (default: the first dim of size 3)."""
         o = _as_tensor(other, self)
         if self.ndim != o.ndim:
@@ -132,21 +133,21 @@ class LinalgMixin:
         return stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], d)
 
     # ---- BLAS-style fused ops: beta * self + alpha * (product), self broadcast to the product's shape ---
-    def _scaled_sum(self, prod: Tensor, beta: Number, alpha: Number) -> Tensor:
+    def _scaled_sum(self: TensorSelf, prod: Tensor, beta: Number, alpha: Number) -> Tensor:
         _check_expand(self.shape, prod.shape)
         out = prod if alpha == 1 else prod * alpha
         if beta == 0:  # self is ignored, NaN and inf included, as in BLAS; its gradient is 0
             return out + where(Tensor._make(B.asarray(False)), self, 0.0) if self.requires_grad else out
         return out + (self if beta == 1 else self * beta)
 
-    def addmm(self, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addmm(self: TensorSelf, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         """beta * self + alpha * (mat1 @ mat2) for 2-D mat1, mat2."""
         for name, m in (("mat1", mat1), ("mat2", mat2)):
             if m.ndim != 2:
                 raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
         return self._scaled_sum(mat1.matmul(mat2), beta, alpha)
 
-    def addmv(self, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addmv(self: TensorSelf, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         """beta * self + alpha * (mat @ vec) for 2-D mat and 1-D vec."""
         if mat.ndim != 2 or vec.ndim != 1 or self.ndim > 1:
             raise RuntimeError(f"vector + matrix @ vector expected, got {self.ndim}, {mat.ndim}, {vec.ndim}")
@@ -155,15 +156,15 @@ class LinalgMixin:
                                f"vec ({vec.shape[0]})")
         return self._scaled_sum(mat.matmul(vec), beta, alpha)
 
-    def addbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addbmm(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         """beta * self + alpha * sum_b(batch1[b] @ batch2[b]) for 3-D batches."""
         return self._scaled_sum(batch1.bmm(batch2).sum(0), beta, alpha)
 
-    def baddbmm(self, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def baddbmm(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         """beta * self + alpha * (batch1 @ batch2) for 3-D batches."""
         return self._scaled_sum(batch1.bmm(batch2), beta, alpha)
 
-    def addr(self, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+    def addr(self: TensorSelf, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
         """beta * self + alpha * outer(vec1, vec2)."""
         for name, v in (("vec1", vec1), ("vec2", vec2)):
             if v.ndim != 1:
@@ -171,79 +172,81 @@ class LinalgMixin:
         return self._scaled_sum(vec1.outer(vec2), beta, alpha)
 
     # ---- decompositions, inverses and solves (the functions live in lightgrad.linalg) ------------
-    def inverse(self) -> Tensor:
+    # (each imports lightgrad.linalg in the call: that module is above Tensor, importing tensor.py,
+    # until its primitives move to the primitive level, lightgrad.function)
+    def inverse(self: TensorSelf) -> Tensor:
         from ..linalg import inv
         return inv(self)
 
-    def pinverse(self, rcond: builtins.float = 1e-15) -> Tensor:
+    def pinverse(self: TensorSelf, rcond: builtins.float = 1e-15) -> Tensor:
         """Pseudo-inverse, dropping singular values <= rcond * the largest."""
         from ..linalg import pinv
         return pinv(self, rtol=rcond)
 
-    def det(self) -> Tensor:
+    def det(self: TensorSelf) -> Tensor:
         from ..linalg import det
         return det(self)
 
-    def logdet(self) -> Tensor:
+    def logdet(self: TensorSelf) -> Tensor:
         from ..linalg import logdet
         return logdet(self)
 
-    def slogdet(self) -> tuple[Tensor, Tensor]:
+    def slogdet(self: TensorSelf) -> tuple[Tensor, Tensor]:
         from ..linalg import slogdet
         return slogdet(self)
 
-    def matrix_power(self, n: builtins.int) -> Tensor:
+    def matrix_power(self: TensorSelf, n: builtins.int) -> Tensor:
         from ..linalg import matrix_power
         return matrix_power(self, n)
 
-    def matrix_exp(self) -> Tensor:
+    def matrix_exp(self: TensorSelf) -> Tensor:
         """exp of each square matrix: ``torch.linalg.matrix_exp(self)``."""
         from ..linalg import matrix_exp
         return matrix_exp(self)
 
-    def cholesky(self, upper: builtins.bool = False) -> Tensor:
+    def cholesky(self: TensorSelf, upper: builtins.bool = False) -> Tensor:
         from ..linalg import cholesky
         return cholesky(self, upper=upper)
 
-    def cholesky_solve(self, input2: Tensor, upper: builtins.bool = False) -> Tensor:
+    def cholesky_solve(self: TensorSelf, input2: Tensor, upper: builtins.bool = False) -> Tensor:
         """X with A X = self, A = L L^T given its Cholesky factor L (or U^T U with ``upper``)."""
         from ..linalg import solve_triangular
         if upper:
             return solve_triangular(input2, solve_triangular(input2.mT, self, upper=False), upper=True)
         return solve_triangular(input2.mT, solve_triangular(input2, self, upper=False), upper=True)
 
-    def cholesky_inverse(self, upper: builtins.bool = False) -> Tensor:
+    def cholesky_inverse(self: TensorSelf, upper: builtins.bool = False) -> Tensor:
         """The inverse of A = L L^T (or U^T U with ``upper``) from its Cholesky factor."""
         return eye(self.shape[-1], dtype=self.dtype).expand(self.shape).cholesky_solve(self, upper)
 
-    def lu(self, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
+    def lu(self: TensorSelf, pivot: builtins.bool = True, get_infos: builtins.bool = False) -> Any:
         """(LU, pivots[, infos]) of self (torch.lu): ``torch.linalg.lu_factor_ex``'s outputs."""
         from ..linalg import lu_factor_ex
         LU, piv, info = lu_factor_ex(self, pivot=pivot)
         return (LU, piv, info) if get_infos else (LU, piv)
 
-    def lu_solve(self, LU_data: Any, LU_pivots: Any) -> Tensor:
+    def lu_solve(self: TensorSelf, LU_data: Any, LU_pivots: Any) -> Tensor:
         """X with A X = self given ``LU_data, LU_pivots = torch.linalg.lu_factor(A)`` (torch.lu_solve)."""
         from ..linalg import lu_solve
         return lu_solve(LU_data, LU_pivots, self)
 
-    def qr(self, some: builtins.bool = True) -> Any:
+    def qr(self: TensorSelf, some: builtins.bool = True) -> Any:
         """(Q, R) with self = Q R, reduced unless some=False."""
         from ..linalg import _qr_old
         return _qr_old(self, some)
 
-    def svd(self, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
+    def svd(self: TensorSelf, some: builtins.bool = True, compute_uv: builtins.bool = True) -> Any:
         """(U, S, V) with self = U diag(S) V^T (torch.svd's old API: V, not Vh)."""
         from ..linalg import _svd_old
         return _svd_old(self, some, compute_uv)
 
-    def triangular_solve(self, A: Any, upper: builtins.bool = True, transpose: builtins.bool = False,
+    def triangular_solve(self: TensorSelf, A: Any, upper: builtins.bool = True, transpose: builtins.bool = False,
                          unitriangular: builtins.bool = False) -> Any:
         """(X, A.clone()) with T X = self for the triangle T of A (torch.triangular_solve)."""
         from ..linalg import _triangular_solve_old
         return _triangular_solve_old(self, A, upper, transpose, unitriangular)
 
-    def adjoint(self) -> Tensor:
+    def adjoint(self: TensorSelf) -> Tensor:
         """The conjugate transpose of the last two dims (the transpose: no complex tensors here)."""
         return self.mT
 
@@ -324,6 +327,10 @@ def vander(x: Tensor, N: builtins.int | None = None, increasing: builtins.bool =
         cols.append(xs.expand(x.shape[0], n - 1).cumprod(1))
     r = cat(cols, 1) if cols else zeros(x.shape[0], 0, dtype=dt)
     return r if increasing else r.flip(1)
+
+
+def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
 
 
 # ---- helpers -------------------------------------------------------------------------------------

@@ -7,8 +7,6 @@ import math
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .. import backend as B
 from .. import dtypes as D
 from .common import _SCALAR_TYPE, Number, _dim, _dims, _floating, _raw, _shape_arg, return_types
@@ -17,6 +15,7 @@ from .elementwise import where
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class ReduceMixin:
@@ -25,7 +24,7 @@ class ReduceMixin:
     __slots__ = ()
 
     # ---- sums, means and moments -----------------------------------------------------------------
-    def sum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """Sum over ``dim`` (int, tuple or None for all); integers and bools sum as int64."""
         x = self
         if dtype is not None:
@@ -34,12 +33,12 @@ class ReduceMixin:
             x = x.to(D.int64)
         return F.Sum.apply(x, None if dim is None else _dims(dim, x._arr.ndim), keepdim)
 
-    def nansum(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    def nansum(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """sum treating NaN as zero (which gets no gradient)."""
         x = where(self.isnan(), 0.0, self) if self._data.dtype.kind == "f" else self
         return x.sum(dim, keepdim, dtype=dtype)
 
-    def mean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self
         if x._data.dtype.kind != "f":
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
@@ -50,7 +49,7 @@ class ReduceMixin:
             return x.sum(dim, keepdim) * float("nan")
         return F.Mean.apply(x, None if dim is None else _dims(dim, x._data.ndim), keepdim, n)
 
-    def nanmean(self, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    def nanmean(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """mean over the elements that are not NaN."""
         x = self.to(dtype) if dtype is not None else self
         if x._data.dtype.kind != "f":
@@ -58,7 +57,7 @@ class ReduceMixin:
                                f"{x.dtype.name.capitalize()}")
         return x.nansum(dim, keepdim) / (~x.isnan()).sum(dim, keepdim)
 
-    def var(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+    def var(self: TensorSelf, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
             correction: builtins.float | None = None) -> Tensor:
         """Variance with Bessel's ``correction`` (default 1), as ``torch.var``."""
         if isinstance(dim, bool):  # legacy torch.var(x, unbiased)
@@ -69,16 +68,16 @@ class ReduceMixin:
         d = self - self.mean(dim, keepdim=True)
         return (d * d).sum(dim, keepdim) / max(n - c, 0)
 
-    def std(self, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
+    def std(self: TensorSelf, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
             correction: builtins.float | None = None) -> Tensor:
         """Standard deviation with Bessel's ``correction`` (default 1); its gradient is 0 where it is 0."""
         return F.Std.apply(self.var(dim, unbiased, keepdim, correction=correction))
 
-    def prod(self, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+    def prod(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         return F.Prod.apply(x, axes=_dims(dim, x.ndim), keepdim=keepdim)
 
-    def logsumexp(self, dim: Any, keepdim: builtins.bool = False) -> Tensor:
+    def logsumexp(self: TensorSelf, dim: Any, keepdim: builtins.bool = False) -> Tensor:
         """log(sum(exp(x))) computed stably: the max is taken out first (and has no gradient)."""
         if not self._data.size:  # nothing to overflow, and no max to take out: log(0) = -inf
             return self.exp().sum(dim, keepdim).log()
@@ -87,7 +86,7 @@ class ReduceMixin:
         out = (self - m).exp().sum(dim, keepdim=True).log() + m
         return out if keepdim else out.squeeze(_dims(dim, self.ndim))
 
-    def sum_to_size(self, *size: Any) -> Tensor:
+    def sum_to_size(self: TensorSelf, *size: Any) -> Tensor:
         """Sum broadcast dims away to reach ``size``: ``ones(2, 3).sum_to_size(1, 3)`` is ``[[2, 2, 2]]``."""
         s = _shape_arg(size)
         n = len(s)
@@ -99,23 +98,23 @@ class ReduceMixin:
         return r.sum(keep, keepdim=True) if keep else r
 
     # ---- extremes --------------------------------------------------------------------------------
-    def amax(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
+    def amax(self: TensorSelf, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, dim, "amax")
         return F.Amax.apply(self, axes=axes, keepdim=keepdim)
 
-    def amin(self, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
+    def amin(self: TensorSelf, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, dim, "amin")
         return F.Amin.apply(self, axes=axes, keepdim=keepdim)
 
-    def aminmax(self, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
+    def aminmax(self: TensorSelf, *, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Any:
         """(min, max) over ``dim`` (all elements by default), as amin and amax."""
         dims = () if dim is None else dim
         _check_nonempty(self, dim, "aminmax")
         return return_types.aminmax(self.amin(dims, keepdim), self.amax(dims, keepdim))
 
-    def max(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def max(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """``x.max()`` the largest value; ``x.max(dim)`` (values, indices); ``x.max(other)``."""
         if isinstance(dim, Tensor):
             return self.maximum(dim)
@@ -124,7 +123,7 @@ class ReduceMixin:
             return self.amax()
         return self._extreme_dim(dim, keepdim, B.argmax, "max")
 
-    def min(self, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+    def min(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         if isinstance(dim, Tensor):
             return self.minimum(dim)
         if dim is None:
@@ -132,44 +131,44 @@ class ReduceMixin:
             return self.amin()
         return self._extreme_dim(dim, keepdim, B.argmin, "min")
 
-    def _extreme_dim(self, dim: builtins.int, keepdim: builtins.bool, arg: Any, name: str) -> Any:
+    def _extreme_dim(self: TensorSelf, dim: builtins.int, keepdim: builtins.bool, arg: Any, name: str) -> Any:
         d = _dim(dim, self.ndim)
         x = self if self.ndim else self.reshape(1)
         _check_nonempty(x, d, name)
         idx = arg(x._data, axis=d)
         vals = F.MaxDim.apply(x, dim=d, keepdim=keepdim or not self.ndim, idx=idx)
-        ind = Tensor._make(np.expand_dims(idx, d) if keepdim else idx)
+        ind = Tensor._make(B.expand_dims(idx, d) if keepdim else idx)
         if not self.ndim:
             vals, ind = vals.reshape(()), ind.reshape(())
         return values_indices(vals, ind)
 
-    def argmax(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    def argmax(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         return self._arg_extreme(dim, keepdim, B.argmax, "argmax")
 
-    def argmin(self, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+    def argmin(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
         return self._arg_extreme(dim, keepdim, B.argmin, "argmin")
 
-    def _arg_extreme(self, dim: builtins.int | None, keepdim: builtins.bool, arg: Any, name: str) -> Tensor:
+    def _arg_extreme(self: TensorSelf, dim: builtins.int | None, keepdim: builtins.bool, arg: Any, name: str) -> Tensor:
         _check_nonempty(self, dim, name)
         if dim is None:  # (the flat index; keepdim keeps every dim, as size 1)
-            flat = np.asarray(arg(self._data), np.int64)
+            flat = B.asarray(arg(self._data), B.xp.int64)
             return Tensor._make(flat.reshape((1,) * self.ndim) if keepdim else flat)
         return Tensor._make(arg(self._data, axis=_dim(dim, self.ndim), keepdims=keepdim))
 
     # ---- logical and counting --------------------------------------------------------------------
-    def all(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
-        return Tensor._make(np.all(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
+    def all(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        return Tensor._make(B.xp.all(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
-    def any(self, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
-        return Tensor._make(np.any(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
+    def any(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        return Tensor._make(B.xp.any(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
-    def count_nonzero(self, dim: Any = None) -> Tensor:
-        return Tensor._make(np.asarray(np.count_nonzero(self._data, axis=_dims(dim, self.ndim)), np.int64))
+    def count_nonzero(self: TensorSelf, dim: Any = None) -> Tensor:
+        return Tensor._make(B.asarray(B.xp.count_nonzero(self._data, axis=_dims(dim, self.ndim)), B.xp.int64))
 
-    def bincount(self, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
+    def bincount(self: TensorSelf, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
         """Counts of each non-negative integer (summed weights when given): [0, 2, 2] gives [1, 0, 2]."""
         x = self._data
-        if x.dtype.kind not in "iu" or x.dtype == np.bool_:
+        if x.dtype.kind not in "iu" or x.dtype == B.xp.bool_:
             raise NotImplementedError(f'"bincount_cpu" not implemented for \'{self.dtype.name.capitalize()}\'')
         if x.ndim != 1 or (x.size and x.min() < 0):
             raise RuntimeError(f"bincount only supports 1-d non-negative integral inputs (got {x.ndim}-d, "
@@ -180,10 +179,10 @@ class ReduceMixin:
         w = None if weights is None else _raw(weights)
         out = B.bincount(x, w, minlength)
         if w is None:
-            return Tensor._make(out.astype(np.int64))
-        return Tensor._make(out.astype(w.dtype if w.dtype.kind == "f" else np.float64))
+            return Tensor._make(out.astype(B.xp.int64))
+        return Tensor._make(out.astype(w.dtype if w.dtype.kind == "f" else B.xp.float64))
 
-    def histc(self, bins: builtins.int = 100, min: Number = 0, max: Number = 0) -> Tensor:  # noqa: A002
+    def histc(self: TensorSelf, bins: builtins.int = 100, min: Number = 0, max: Number = 0) -> Tensor:  # noqa: A002
         """Histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0)."""
         if self._data.dtype.kind != "f":
             raise RuntimeError(f"torch.histc: input tensor and bins tensors should have the same dtype, "
@@ -201,18 +200,18 @@ class ReduceMixin:
         return Tensor._make(counts.astype(self._data.dtype))
 
     # ---- norms -----------------------------------------------------------------------------------
-    def norm(self, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+    def norm(self: TensorSelf, p: Any = "fro", dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
         """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
         x = _floating(self)
         if p == "nuc":  # the sum of singular values of the matrices in the last two dims (or ``dim``)
-            from ..linalg import matrix_norm
+            from ..linalg import matrix_norm  # (in the call: lightgrad.linalg imports tensor.py)
             if dim is None and x.ndim != 2:
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, range(x.ndim)))}")
             return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)
         if p in ("fro", 2, 2.0):
             s = (x * x).sum(dim, keepdim)
             # sqrt'(0) is infinite; PyTorch's norm takes the subgradient 0 there
-            return where(s == 0, s, s.clamp(min=np.finfo(x._data.dtype).tiny).sqrt())
+            return where(s == 0, s, s.clamp(min=B.finfo(x._data.dtype).tiny).sqrt())
         if p in (math.inf, "inf", -math.inf, "-inf"):
             sign = "-" if p in (-math.inf, "-inf") else ""
             if not x._data.size:  # the max (or min) of nothing: PyTorch's words, not amax's
@@ -232,13 +231,13 @@ class ReduceMixin:
             return (x != 0).to(x.dtype).sum(dim, keepdim)
         s = (x.abs() ** p).sum(dim, keepdim)
         # (s ** (1/p))' is infinite at s == 0 (a zero vector): PyTorch takes the subgradient 0 there
-        return where(s == 0, s, s.clamp(min=np.finfo(x._data.dtype).tiny) ** (1.0 / p))
+        return where(s == 0, s, s.clamp(min=B.finfo(x._data.dtype).tiny) ** (1.0 / p))
 
-    def dist(self, other: Any, p: Number = 2) -> Tensor:
+    def dist(self: TensorSelf, other: Any, p: Number = 2) -> Tensor:
         """The p-norm of ``self - other``: ``tensor([3.]).dist(tensor([0.]))`` is ``tensor(3.)``."""
         return (self - other).norm(p)
 
-    def renorm(self, p: Number, dim: builtins.int, maxnorm: Number) -> Tensor:
+    def renorm(self: TensorSelf, p: Number, dim: builtins.int, maxnorm: Number) -> Tensor:
         """Each slice along ``dim`` scaled down to p-norm ``maxnorm`` where its norm exceeds it."""
         if self._data.dtype.kind != "f":
             raise RuntimeError(f"renorm: expected a floating point tensor, got {self.dtype}")
@@ -255,7 +254,7 @@ class ReduceMixin:
         return self * where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0).to(self.dtype)
 
     # ---- statistics ------------------------------------------------------------------------------
-    def cov(self, *, correction: builtins.int = 1, fweights: Tensor | None = None,
+    def cov(self: TensorSelf, *, correction: builtins.int = 1, fweights: Tensor | None = None,
             aweights: Tensor | None = None) -> Tensor:
         """Covariance of the variables in rows, observations in columns (a 1-D input is one variable)."""
         if self.ndim > 2:
@@ -303,7 +302,7 @@ class ReduceMixin:
         c = xc @ (xc if w is None else xc * w).t()
         return (c / norm).squeeze()
 
-    def corrcoef(self) -> Tensor:
+    def corrcoef(self: TensorSelf) -> Tensor:
         """Pearson correlation coefficients of the variables in rows (see ``cov``)."""
         c = self.cov()
         if c.ndim == 0:
@@ -313,37 +312,37 @@ class ReduceMixin:
         return c.clamp(-1, 1)
 
     # ---- along a dim: scans and softmax ----------------------------------------------------------
-    def _along(self, dim: builtins.int) -> tuple[Tensor, builtins.int]:
+    def _along(self: TensorSelf, dim: builtins.int) -> tuple[Tensor, builtins.int]:
         """self (a 0-d tensor as shape (1,)) and ``dim`` as a non-negative axis."""
         d = _dim(dim, self.ndim)
         return (self if self.ndim else self.reshape(1)), d
 
-    def cumsum(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+    def cumsum(self: TensorSelf, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         y, d = x._along(dim)
         out = F.Cumsum.apply(y, dim=d)
         return out if x.ndim else out.reshape(())
 
-    def cumprod(self, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+    def cumprod(self: TensorSelf, dim: builtins.int, *, dtype: Any = None) -> Tensor:
         """Running product along ``dim``; integers and bools multiply as int64: [1, 2, 3] gives [1, 2, 6]."""
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         y, d = x._along(dim)
         out = F.Cumprod.apply(y, dim=d)
         return out if x.ndim else out.reshape(())
 
-    def logcumsumexp(self, dim: builtins.int) -> Tensor:
+    def logcumsumexp(self: TensorSelf, dim: builtins.int) -> Tensor:
         """log(cumsum(exp(x))) along ``dim``, without overflow."""
         x, d = _floating(self)._along(dim)
         out = F.Logcumsumexp.apply(x, dim=d)
         return out if self.ndim else out.reshape(())
 
-    def softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+    def softmax(self: TensorSelf, dim: builtins.int, dtype: Any = None) -> Tensor:
         return self._softmax(F.Softmax, "softmax", dim, dtype)
 
-    def log_softmax(self, dim: builtins.int, dtype: Any = None) -> Tensor:
+    def log_softmax(self: TensorSelf, dim: builtins.int, dtype: Any = None) -> Tensor:
         return self._softmax(F.LogSoftmax, "log_softmax", dim, dtype)
 
-    def _softmax(self, fn: Any, name: str, dim: builtins.int, dtype: Any) -> Tensor:
+    def _softmax(self: TensorSelf, fn: Any, name: str, dim: builtins.int, dtype: Any) -> Tensor:
         """softmax or log_softmax in ``dtype``: a 0-d tensor along dim 0 or -1 is one of one element;
         integers have no kernel in PyTorch (pass a float ``dtype``)."""
         x = self.to(dtype) if dtype is not None else self
@@ -419,7 +418,7 @@ def _check_nonempty(x: Tensor, dim: Any, name: str) -> None:
     as the caller was given it (None or (): all dims)."""
     if x._data.size:
         return
-    if dim is None or not isinstance(dim, int | np.integer) and not len(dim):
+    if dim is None or not isinstance(dim, int | B.xp.integer) and not len(dim):
         if name in ("argmax", "argmin"):
             raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
         if name == "aminmax":
@@ -427,7 +426,7 @@ def _check_nonempty(x: Tensor, dim: Any, name: str) -> None:
                                "identity.")
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                            "Specify the reduction dim with the 'dim' argument.")
-    for d in (builtins.int(dim),) if isinstance(dim, int | np.integer) else dim:
+    for d in (builtins.int(dim),) if isinstance(dim, int | B.xp.integer) else dim:
         if not x.shape[_dim(d, x.ndim)]:
             shown = d if name in ("amax", "amin") else _dim(d, x.ndim)  # (amax and amin say it as given)
             raise IndexError(f"{name}{':' if name == 'aminmax' else '():'} Expected reduction dim {shown} to "

@@ -4,22 +4,22 @@ diagonals; and cat, stack and their kin."""
 from __future__ import annotations
 
 import builtins
+import itertools
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from .. import backend as B
 from .. import dtypes as D
 from ..grad_mode import _enabled
 from .common import _as_tensor, _dim, _dims, _shape_arg
-from .creation import zeros
+from .creation import tensor, zeros
 from .elementwise import where
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
     from ..tensor import Tensor
+    from .common import TensorSelf
 
 
 class ShapeMixin:
@@ -28,14 +28,14 @@ class ShapeMixin:
     __slots__ = ()
 
     # ---- reshaping -------------------------------------------------------------------------------
-    def reshape(self, *shape: Any) -> Tensor:
+    def reshape(self: TensorSelf, *shape: Any) -> Tensor:
         """A tensor of the same data with a new shape (one size may be -1): a view where the
         strides allow one, else a copy."""
         s = _shape_arg(shape)
         _check_reshape(s, self._data.size)
         return self._reshaped(s)
 
-    def view(self, *shape: Any) -> Tensor:
+    def view(self: TensorSelf, *shape: Any) -> Tensor:
         """The same memory with a new shape, never a copy: raises where the strides do not allow
         it, as PyTorch does (``reshape`` copies then).
 
@@ -49,13 +49,13 @@ class ShapeMixin:
                                "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return self._reshaped(s)
 
-    def view_as(self, other: Tensor) -> Tensor:
+    def view_as(self: TensorSelf, other: Tensor) -> Tensor:
         return self.view(other.shape)
 
-    def reshape_as(self, other: Tensor) -> Tensor:
+    def reshape_as(self: TensorSelf, other: Tensor) -> Tensor:
         return self.reshape(other.shape)
 
-    def flatten(self, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
+    def flatten(self: TensorSelf, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
         s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if not self.ndim:
             return self.reshape(1)
@@ -64,10 +64,10 @@ class ShapeMixin:
         sh = self.shape
         return self.reshape(sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:])
 
-    def ravel(self) -> Tensor:
+    def ravel(self: TensorSelf) -> Tensor:
         return self.reshape(-1)
 
-    def unflatten(self, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+    def unflatten(self: TensorSelf, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
         if not self.ndim:
             raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
                                "dimensions")
@@ -81,18 +81,18 @@ class ShapeMixin:
                                f"dim {dim} ({self.shape[d]}) in the input tensor")
         return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
-    def squeeze(self, dim: Any = None) -> Tensor:
+    def squeeze(self: TensorSelf, dim: Any = None) -> Tensor:
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         axes = _dims(dim, self.ndim) or ()
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1)))
 
-    def unsqueeze(self, dim: builtins.int) -> Tensor:
+    def unsqueeze(self: TensorSelf, dim: builtins.int) -> Tensor:
         d = _dim(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     # ---- permuting -------------------------------------------------------------------------------
-    def permute(self, *dims: Any) -> Tensor:
+    def permute(self: TensorSelf, *dims: Any) -> Tensor:
         order = tuple(_dim(d, self.ndim) for d in _shape_arg(dims)) if self.ndim else ()
         if sorted(order) != list(range(self.ndim)):
             raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
@@ -106,7 +106,7 @@ class ShapeMixin:
             t._view = (self, _permuted(order))
         return t
 
-    def transpose(self, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+    def transpose(self: TensorSelf, dim0: builtins.int, dim1: builtins.int) -> Tensor:
         a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         if not self.ndim:
             return self
@@ -116,15 +116,15 @@ class ShapeMixin:
 
     swapaxes = swapdims = transpose
 
-    def t(self) -> Tensor:
+    def t(self: TensorSelf) -> Tensor:
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.T
 
-    def movedim(self, source: Any, destination: Any) -> Tensor:
+    def movedim(self: TensorSelf, source: Any, destination: Any) -> Tensor:
         """Move dim(s) ``source`` to position(s) ``destination``, the others keeping their order."""
-        src = (source,) if isinstance(source, int | np.integer) else tuple(source)
-        dst = (destination,) if isinstance(destination, int | np.integer) else tuple(destination)
+        src = (source,) if isinstance(source, int | B.xp.integer) else tuple(source)
+        dst = (destination,) if isinstance(destination, int | B.xp.integer) else tuple(destination)
         if len(src) != len(dst):
             raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) should "
                                f"contain the same number of dims as destination ({list(dst)} dims)")
@@ -142,7 +142,7 @@ class ShapeMixin:
     moveaxis = movedim
 
     # ---- broadcasting and repeating --------------------------------------------------------------
-    def expand(self, *sizes: Any) -> Tensor:
+    def expand(self: TensorSelf, *sizes: Any) -> Tensor:
         """A broadcast view to ``sizes`` (-1 keeps a size)."""
         s = _shape_arg(sizes)
         if len(s) < self.ndim:
@@ -161,13 +161,13 @@ class ShapeMixin:
         t._version = self._version  # (a view: one version counter)
         return t
 
-    def expand_as(self, other: Tensor) -> Tensor:
+    def expand_as(self: TensorSelf, other: Tensor) -> Tensor:
         return self.expand(other.shape)
 
-    def broadcast_to(self, shape: Sequence[builtins.int]) -> Tensor:
+    def broadcast_to(self: TensorSelf, shape: Sequence[builtins.int]) -> Tensor:
         return self.expand(tuple(shape))
 
-    def repeat(self, *sizes: Any) -> Tensor:
+    def repeat(self: TensorSelf, *sizes: Any) -> Tensor:
         """Tile the tensor ``sizes`` times along each dim (as ``torch.Tensor.repeat``)."""
         reps = _shape_arg(sizes)
         if len(reps) < self.ndim:
@@ -178,27 +178,27 @@ class ShapeMixin:
         tiled = tuple(v for r, s in zip(reps, x.shape) for v in (r, s))
         return x.reshape(inter).expand(tiled).reshape(tuple(r * s for r, s in zip(reps, x.shape)))
 
-    def tile(self, *dims: Any) -> Tensor:
+    def tile(self: TensorSelf, *dims: Any) -> Tensor:
         """Repeat along each dim; fewer dims than the tensor has are padded with 1s in front."""
         reps = _shape_arg(dims)
         return self.repeat(*((1,) * (self.ndim - len(reps)) + reps))
 
-    def repeat_interleave(self, repeats: builtins.int, dim: builtins.int | None = None) -> Tensor:
+    def repeat_interleave(self: TensorSelf, repeats: builtins.int, dim: builtins.int | None = None) -> Tensor:
         x = self.flatten() if dim is None else self
         d = 0 if dim is None else _dim(dim, x.ndim)
         if not x.ndim:  # (PyTorch's words for a 0-d input along a dim: it looks for dim 1 of the repeats)
             raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
-        idx = np.repeat(np.arange(x.shape[d]), repeats)
+        idx = B.xp.repeat(B.arange(x.shape[d]), repeats)
         return x.index_select(d, Tensor._make(idx))
 
     # ---- splitting and narrowing -----------------------------------------------------------------
-    def split(self, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+    def split(self: TensorSelf, split_size: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """Pieces of ``split_size`` along ``dim`` (the last one shorter), or of the given sizes."""
         if not self.ndim:
             raise RuntimeError("split expects at least a 1-dimensional tensor")
         d = _dim(dim, self.ndim)
         n = self.shape[d]
-        if isinstance(split_size, int | np.integer):
+        if isinstance(split_size, int | B.xp.integer):
             if split_size < 0:
                 raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
             if split_size == 0 and n:
@@ -222,11 +222,11 @@ class ShapeMixin:
             start += s
         return tuple(out)
 
-    def split_with_sizes(self, split_sizes: Sequence[builtins.int], dim: builtins.int = 0) -> tuple[Tensor, ...]:
+    def split_with_sizes(self: TensorSelf, split_sizes: Sequence[builtins.int], dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """Pieces of the given sizes along ``dim`` (they must add up to its length)."""
         return self.split(list(split_sizes), dim)
 
-    def chunk(self, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+    def chunk(self: TensorSelf, chunks: builtins.int, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """``chunks`` pieces of ceil(n / chunks) along ``dim`` (fewer where they run out)."""
         if not self.ndim:
             raise RuntimeError("chunk expects at least a 1-dimensional tensor")
@@ -237,7 +237,7 @@ class ShapeMixin:
             return self.split([0] * chunks, dim)
         return self.split(-(-n // chunks), dim)
 
-    def tensor_split(self, indices_or_sections: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+    def tensor_split(self: TensorSelf, indices_or_sections: Any, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         """``sections`` pieces as even as can be (the first ones one longer), or pieces between the
         given indices along ``dim``."""
         if not self.ndim:
@@ -245,7 +245,7 @@ class ShapeMixin:
                                f"{self.ndim} dims")
         d = _dim(dim, self.ndim)
         cut = indices_or_sections.tolist() if isinstance(indices_or_sections, Tensor) else indices_or_sections
-        if isinstance(cut, int | np.integer):
+        if isinstance(cut, int | B.xp.integer):
             if cut <= 0:
                 raise RuntimeError(f"number of sections must be larger than 0, got {cut}")
             q, r = divmod(self.shape[d], int(cut))
@@ -253,7 +253,7 @@ class ShapeMixin:
         bounds = [0, *cut, None]  # (slices, as PyTorch's: negative indices count from the end)
         return tuple(self[(slice(None),) * d + (slice(a, b),)] for a, b in zip(bounds, bounds[1:]))
 
-    def _split_at(self, sections: Any, d: builtins.int, name: str) -> tuple[Tensor, ...]:
+    def _split_at(self: TensorSelf, sections: Any, d: builtins.int, name: str) -> tuple[Tensor, ...]:
         n = self.shape[d]
         if isinstance(sections, builtins.int):
             if sections <= 0 or n % sections:
@@ -263,30 +263,30 @@ class ShapeMixin:
         bounds = [0] + [min(max(i if i >= 0 else i + n, 0), n) for i in sections] + [n]
         return tuple(self.narrow(d, lo, max(hi - lo, 0)) for lo, hi in zip(bounds, bounds[1:]))
 
-    def hsplit(self, sections: Any) -> tuple[Tensor, ...]:
+    def hsplit(self: TensorSelf, sections: Any) -> tuple[Tensor, ...]:
         """Split along dim 1 (dim 0 for 1-D): into ``sections`` equal parts, or at the given indices."""
         if self.ndim < 1:
             raise RuntimeError("torch.hsplit requires a tensor with at least 1 dimension, but got a tensor "
                                f"with {self.ndim} dimensions!")
         return self._split_at(sections, 1 if self.ndim > 1 else 0, "hsplit")
 
-    def vsplit(self, sections: Any) -> tuple[Tensor, ...]:
+    def vsplit(self: TensorSelf, sections: Any) -> tuple[Tensor, ...]:
         if self.ndim < 2:
             raise RuntimeError("torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
                                f"with {self.ndim} dimensions!")
         return self._split_at(sections, 0, "vsplit")
 
-    def dsplit(self, sections: Any) -> tuple[Tensor, ...]:
+    def dsplit(self: TensorSelf, sections: Any) -> tuple[Tensor, ...]:
         if self.ndim < 3:
             raise RuntimeError("torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
                                f"with {self.ndim} dimensions!")
         return self._split_at(sections, 2, "dsplit")
 
-    def unbind(self, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+    def unbind(self: TensorSelf, dim: builtins.int = 0) -> tuple[Tensor, ...]:
         d = _dim(_dim(dim, self.ndim), self.ndim, scalar=False)  # (PyTorch wraps -1 before it looks)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
-    def narrow(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+    def narrow(self: TensorSelf, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         """The ``length`` entries from ``start`` along ``dim`` (a view); ``start`` may count from the end."""
         if not self.ndim:
             raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
@@ -302,10 +302,10 @@ class ShapeMixin:
             raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
-    def narrow_copy(self, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+    def narrow_copy(self: TensorSelf, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
         return self.narrow(dim, start, length).clone()
 
-    def select(self, dim: builtins.int, index: builtins.int) -> Tensor:
+    def select(self: TensorSelf, dim: builtins.int, index: builtins.int) -> Tensor:
         """The slice at ``index`` along ``dim``, that dim removed: ``x.select(1, 0)`` is ``x[:, 0]``."""
         if not self.ndim:
             raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -316,7 +316,7 @@ class ShapeMixin:
                              f"at dimension {d}")
         return self[(slice(None),) * d + (index,)]
 
-    def unfold(self, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
+    def unfold(self: TensorSelf, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
         """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim:
         ``arange(5.).unfold(0, 2, 2)`` is ``[[0, 1], [2, 3]]``."""
         d = _dim(dimension, max(self.ndim, 1))
@@ -327,34 +327,34 @@ class ShapeMixin:
             raise RuntimeError(f"step is {step} but must be > 0")
         if not self.ndim:
             return self.reshape(1)
-        idx = np.arange((n - size) // step + 1)[:, None] * step + np.arange(size)  # (windows, size)
+        idx = B.arange((n - size) // step + 1)[:, None] * step + B.arange(size)  # (windows, size)
         x = self.movedim(d, -1)[..., Tensor._make(idx)]  # (..., windows, size)
         return x.movedim(-2, d)
 
     # ---- flips, rolls and differences ------------------------------------------------------------
-    def flip(self, *args: Any, dims: Any = None) -> Tensor:
+    def flip(self: TensorSelf, *args: Any, dims: Any = None) -> Tensor:
         """Reverse the order along ``dims``: ``x.flip(0)``, ``x.flip(0, 1)``, ``x.flip(dims=(0, 1))``."""
         if dims is not None and args:
             raise TypeError("flip() got multiple values for argument 'dims'")
         axes = _dims(_shape_arg(args if dims is None else (dims,)), self.ndim)
         return F.Flip.apply(self, dims=axes)
 
-    def fliplr(self) -> Tensor:
+    def fliplr(self: TensorSelf) -> Tensor:
         return self.flip(1)
 
-    def flipud(self) -> Tensor:
+    def flipud(self: TensorSelf) -> Tensor:
         return self.flip(0)
 
-    def roll(self, shifts: Any, dims: Any = None) -> Tensor:
+    def roll(self: TensorSelf, shifts: Any, dims: Any = None) -> Tensor:
         if dims is None:
             return self.flatten().roll(shifts, 0).reshape(self.shape)
         if not self.ndim:  # (a 0-d tensor has no dim to roll along, not even 0)
-            _dim(builtins.int(dims if isinstance(dims, int | np.integer) else dims[0]), 0, scalar=False)
+            _dim(builtins.int(dims if isinstance(dims, int | B.xp.integer) else dims[0]), 0, scalar=False)
         axes = _dims(dims, self.ndim)
         sh = tuple(shifts) if isinstance(shifts, Sequence) else (shifts,)
         return F.Roll.apply(self, shifts=sh, dims=axes)
 
-    def rot90(self, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
+    def rot90(self: TensorSelf, k: builtins.int = 1, dims: Sequence[builtins.int] = (0, 1)) -> Tensor:
         """Rotate by 90 degrees k times in the plane of ``dims``, from the first towards the second."""
         if len(dims) != 2:
             raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -372,7 +372,7 @@ class ShapeMixin:
             return self.flip(d0).transpose(d0, d1)
         return self.clone()
 
-    def diff(self, n: builtins.int = 1, dim: builtins.int = -1, prepend: Tensor | None = None,
+    def diff(self: TensorSelf, n: builtins.int = 1, dim: builtins.int = -1, prepend: Tensor | None = None,
              append: Tensor | None = None) -> Tensor:
         """n-th forward difference along ``dim``: ``tensor([1, 4, 9]).diff()`` is ``tensor([3, 5])``."""
         if self.ndim == 0:
@@ -385,21 +385,21 @@ class ShapeMixin:
         for _ in range(n):
             m = max(x.shape[d] - 1, 0)
             hi, lo = x.narrow(d, min(1, x.shape[d]), m), x.narrow(d, 0, m)
-            x = hi.logical_xor(lo) if x._data.dtype == np.bool_ else hi - lo
+            x = hi.logical_xor(lo) if x._data.dtype == B.xp.bool_ else hi - lo
         return x
 
     # ---- triangles and diagonals -----------------------------------------------------------------
-    def tril(self, diagonal: builtins.int = 0) -> Tensor:
+    def tril(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
         keep = B.tril_mask(n, m, diagonal, dtype=bool)
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))  # keeps the dtype
 
-    def triu(self, diagonal: builtins.int = 0) -> Tensor:
+    def triu(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
         n, m = self.shape[-2:]
         keep = B.logical_not(B.tril_mask(n, m, diagonal - 1, dtype=bool))
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))
 
-    def diagonal(self, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
+    def diagonal(self: TensorSelf, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
         d1, d2 = _dim(dim1, self.ndim), _dim(dim2, self.ndim)
         if d1 == d2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
@@ -407,7 +407,7 @@ class ShapeMixin:
         x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2]) \
             if (d1, d2) != (self.ndim - 2, self.ndim - 1) else self
         n, m = x.shape[-2:]
-        i = np.arange(max(0, -offset), min(n, m - offset))
+        i = B.arange(max(0, -offset), min(n, m - offset))
         index = (Ellipsis, i, i + offset)
         t = x[index]
         # (a copy, as NumPy's fancy indexing makes: in-place ops write it back into x, a view of self)
@@ -415,15 +415,15 @@ class ShapeMixin:
         t._version = self._version  # (a view in PyTorch: one version counter)
         return t
 
-    def diag(self, diagonal: builtins.int = 0) -> Tensor:
+    def diag(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
         if self.ndim == 2:
             return self.diagonal(diagonal)
         n = self.shape[0] + abs(diagonal)
-        i = np.arange(self.shape[0])
+        i = B.arange(self.shape[0])
         r, c = (i, i + diagonal) if diagonal >= 0 else (i - diagonal, i)
         return zeros(n, n, dtype=self.dtype).index_put((Tensor._make(r), Tensor._make(c)), self)
 
-    def diag_embed(self, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
+    def diag_embed(self: TensorSelf, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
         """Matrices (in dims dim1, dim2) whose ``offset`` diagonal holds the last dim of self."""
         nd = self.ndim + 1
         d1, d2 = _dim(dim1, nd), _dim(dim2, nd)
@@ -431,7 +431,7 @@ class ShapeMixin:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
         n, k = (self.shape[-1] if self.ndim else 1), abs(offset)
         x = self.reshape(1) if self.ndim == 0 else self
-        eye_ = Tensor._make(B.eye(n, dtype=np.bool_))
+        eye_ = Tensor._make(B.eye(n, dtype=B.xp.bool_))
         out = where(eye_, x.unsqueeze(-1).expand(x.shape + (n,)), 0.0).to(x.dtype)  # (..., n, n)
         if k:
             batch = x.shape[:-1]
@@ -443,11 +443,11 @@ class ShapeMixin:
         rest = iter(range(nd - 2))
         return out.permute(*[nd - 2 if j == d1 else nd - 1 if j == d2 else next(rest) for j in range(nd)])
 
-    def diagflat(self, offset: builtins.int = 0) -> Tensor:
+    def diagflat(self: TensorSelf, offset: builtins.int = 0) -> Tensor:
         """A 2-D matrix with the flattened input on its ``offset`` diagonal."""
         return self.flatten().diag_embed(offset)
 
-    def trace(self) -> Tensor:
+    def trace(self: TensorSelf) -> Tensor:
         return self.diagonal().sum()
 
 
@@ -503,6 +503,18 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     return cat([t.reshape(-1, 1) if t.ndim <= 1 else t for t in tensors], 1)
 
 
+def hstack(tensors: Any) -> Tensor:
+    return cat(tensors, 1 if tensors[0].ndim > 1 else 0)
+
+
+def vstack(tensors: Any) -> Tensor:
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+def dstack(tensors: Any) -> Tensor:
+    return stack(tensors, -1) if tensors[0].ndim < 3 else cat(tensors, 2)
+
+
 def _atleast(tensors: tuple[Any, ...], fix: Any) -> Any:
     seq = len(tensors) == 1 and isinstance(tensors[0], list | tuple)
     ts = [fix(_as_tensor(t)) for t in (tensors[0] if seq else tensors)]
@@ -541,6 +553,36 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     shape = tuple(t.shape[0] for t in tensors)
     grids = [t.reshape((1,) * i + (-1,) + (1,) * (n - i - 1)).expand(shape) for i, t in enumerate(tensors)]
     return stack(grids, -1).reshape(-1, n)
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else list(tensors)
+    n = len(ts)
+    if indexing == "xy" and n >= 2:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    out = [t.reshape((1,) * i + (-1,) + (1,) * (n - i - 1)).expand(shape) for i, t in enumerate(ts)]
+    if indexing == "xy" and n >= 2:
+        out = [o.transpose(0, 1) for o in out]
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+def combinations(input: Tensor, r: builtins.int = 2, with_replacement: builtins.bool = False) -> Tensor:  # noqa: A002
+    """The length-r combinations of a 1-D tensor's entries, one per row (differentiable).
+
+    >>> lightgrad.combinations(lightgrad.tensor([1, 2, 3])).tolist()
+    [[1, 2], [1, 3], [2, 3]]
+    """
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(pick(range(input.shape[0]), r))
+    if not rows or r == 0:
+        return input[tensor([], dtype=D.int64)].reshape(0, r) if r else input[:0]
+    return input[tensor(rows)]
 
 
 def block_diag(*tensors: Tensor) -> Tensor:

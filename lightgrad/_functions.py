@@ -1,0 +1,150 @@
+"""Tensor methods as free functions, as in PyTorch: ``lightgrad.exp(x)`` is ``x.exp()``; with the
+free functions that are a Tensor query (``is_tensor``, ``numel``, ``broadcast_shapes``), a process setting (threads,
+print options) or a door into a module above the tensor layer (``compile``, ``save``, ``load``,
+``lu_unpack``), which keep PyTorch's signatures there.
+
+>>> lightgrad.exp(lightgrad.tensor([0.0]))
+tensor([1.])
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from . import backend as B
+from . import linalg as _linalg
+from .tensor import Size, Tensor, as_tensor
+
+# The Tensor methods that are functions too, one subject a line (numel is a function of its own below)
+METHODS = " ".join([
+    # arithmetic
+    "add sub subtract mul multiply div divide true_divide pow float_power neg negative positive reciprocal square "
+    "floor_divide remainder fmod lerp addcmul addcdiv xlogy gcd gcd_ lcm lcm_ ldexp frexp",
+    # exponential, logarithm, powers and special functions
+    "exp exp2 expm1 log log1p log2 log10 logaddexp logaddexp2 sqrt rsqrt sigmoid logit erf erfc erfinv lgamma "
+    "digamma sinc",
+    # trigonometry and angles
+    "sin cos tan sinh cosh tanh asin acos atan asinh acosh atanh arcsin arccos arctan arcsinh arccosh arctanh "
+    "atan2 arctan2 hypot deg2rad rad2deg",
+    # sign, rounding and clamping
+    "abs absolute sign sgn signbit copysign heaviside floor ceil round trunc fix frac clamp clip clamp_min clamp_max "
+    "maximum minimum fmax fmin nan_to_num nextafter",
+    # activations
+    "relu hardshrink prelu softmax log_softmax",
+    # comparison and logic
+    "eq ne lt le gt ge greater greater_equal less less_equal not_equal equal allclose isclose isnan isinf isfinite "
+    "isneginf isposinf logical_not logical_and logical_or logical_xor is_nonzero is_same_size is_signed",
+    # bitwise
+    "bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift",
+    # reductions and scans
+    "sum nansum mean nanmean var std prod amax amin aminmax max min argmax argmin logsumexp norm dist renorm all any "
+    "count_nonzero cumsum cumprod cummax cummin logcumsumexp diff trace quantile nanquantile cov corrcoef bincount "
+    "histc",
+    # shape
+    "reshape ravel flatten unflatten squeeze unsqueeze permute transpose swapaxes swapdims t adjoint movedim moveaxis "
+    "broadcast_to tile repeat_interleave split split_with_sizes chunk tensor_split hsplit vsplit dsplit unbind "
+    "narrow narrow_copy flip fliplr flipud roll rot90 tril triu diagonal diag diag_embed diagflat kron",
+    # indexing
+    "gather take take_along_dim put index_put scatter scatter_add scatter_reduce index_select index_add index_copy "
+    "index_fill index_reduce masked_fill masked_select masked_scatter nonzero argwhere select select_scatter "
+    "slice_scatter diagonal_scatter",
+    # sorting and selection
+    "sort argsort msort topk kthvalue median nanmedian mode unique unique_consecutive",
+    # linear algebra
+    "matmul mm bmm mv dot vdot inner outer ger cross addmm addmv addbmm baddbmm addr inverse det logdet slogdet "
+    "matrix_power matrix_exp cholesky cholesky_solve cholesky_inverse svd qr pinverse triangular_solve lu lu_solve",
+    # copies and the graph
+    "clone detach",
+]).split()
+
+
+def _function(name: str) -> Any:
+    method = getattr(Tensor, name)
+
+    def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        return method(input if isinstance(input, Tensor) else as_tensor(input), *args, **kwargs)
+    fn.__name__ = name
+    fn.__doc__ = method.__doc__
+    return fn
+
+
+for _n in METHODS:
+    globals()[_n] = _function(_n)
+del _n
+__all__ = METHODS  # what ``from ._functions import *`` gives lightgrad: the table (the rest it names)
+
+
+# ---- Tensor queries and shapes --------------------------------------------------------------------
+def is_tensor(x: Any) -> builtins.bool:
+    """True for lightgrad Tensors."""
+    return isinstance(x, Tensor)
+
+
+def numel(x: Tensor) -> builtins.int:
+    return x.numel()
+
+
+def is_floating_point(x: Tensor) -> builtins.bool:
+    return x.is_floating_point()
+
+
+def broadcast_shapes(*shapes: Any) -> Size:
+    return Size(B.xp.broadcast_shapes(*shapes))
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+# ---- process settings ----------------------------------------------------------------------------
+def set_printoptions(**kwargs: Any) -> None:
+    pass
+
+
+def set_num_threads(n: builtins.int) -> None:
+    """Threads for large elementwise ops and reductions (1, the default: none); BLAS keeps its own.
+
+    >>> lightgrad.set_num_threads(2); lightgrad.get_num_threads()
+    2
+    """
+    B.set_num_threads(n)
+
+
+def get_num_threads() -> builtins.int:
+    return B.get_num_threads()
+
+
+def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
+    pass
+
+
+# ---- modules above the tensor layer, with PyTorch's signatures -----------------------------------
+# (compiler and serialization load on first use, as ``lightgrad.__getattr__`` loads nn or optim:
+# importing them here would add a fifth to ``import lightgrad`` and make them attributes of it)
+def compile(model: Any = None, **kwargs: Any) -> Any:  # noqa: A001
+    """Trace a training step once per input signature and replay it: ``step = compile(train_step)``.
+
+    A module is returned unchanged (its forward alone runs eagerly); see ``lightgrad.compiler``'s
+    module documentation for what a step may do.
+    """
+    from . import compiler
+    return compiler.compile(model, **kwargs)
+
+
+def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: Any = True, unpack_pivots: Any = True) -> Any:
+    """(P, L, U) from ``torch.linalg.lu_factor``'s packed LU and pivots."""
+    return _linalg.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
+
+
+def save(obj: Any, f: Any, **kwargs: Any) -> None:
+    """Save tensors, state dicts and plain values to a safetensors checkpoint."""
+    from . import serialization
+    serialization.save(obj, f, **kwargs)
+
+
+def load(f: Any, map_location: Any = None, weights_only: Any = None, **kwargs: Any) -> Any:
+    """Load what ``save`` wrote; never executes code from the file."""
+    from . import serialization
+    return serialization.load(f, map_location, weights_only, **kwargs)
