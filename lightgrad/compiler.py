@@ -521,8 +521,8 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
     proxy = _NumPy(tr)
     patches.set(B, "xp", proxy)  # the array namespace as code outside the backend reaches it (B.xp.name)
     for name, mod in list(sys.modules.items()):
-        if (name.startswith(__package__ + ".") and name not in (B.__name__, __name__)
-                and getattr(mod, "np", None) is np):
+        if (name.startswith(__package__ + ".") and name != __name__ and name != B.__name__
+                and not name.startswith(B.__name__ + ".") and getattr(mod, "np", None) is np):
             patches.set(mod, "np", proxy)
 
     orig_new = T._new

@@ -45,7 +45,7 @@ THREADED: list[tuple[str, Callable[[], Any]]] = [
 
 @pytest.mark.parametrize("name,op", THREADED, ids=[n for n, _ in THREADED])
 def test_threaded_ops_are_bit_identical(name: str, op: Callable[[], Any], monkeypatch: Any) -> None:
-    monkeypatch.setattr(B, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(B.threads, "PARALLEL_MIN", 1)  # (read there, by every threaded path)
     lg.set_num_threads(1)
     one = np.asarray(op())
     lg.set_num_threads(2)

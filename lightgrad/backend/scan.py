@@ -1,0 +1,72 @@
+"""Cumulative scans and their gradients: logcumsumexp, and the gradients of cumprod and logcumsumexp
+(which also run on Tensors under create_graph)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .shapes import Array
+from .sort import _arange_along
+
+
+def values(x: Any) -> Array:
+    """x's values as a plain array, outside any graph: for masks and indices that a backward formula
+    needs while it records a graph (create_graph), where np.asarray on a Tensor that requires grad
+    raises (it would silently make a differentiable value a constant)."""
+    return x if isinstance(x, np.ndarray | np.generic) else x.detach().numpy()
+
+
+def cumprod_grad(x: Array, out: Array, g: Any, axis: int) -> Any:
+    """Gradient of ``cumprod`` along ``axis``, exact when x holds zeros (no division by one).
+
+    With z the first zero of a slice: before z it is rev_cumsum(g * out) / x; at z it is
+    prod(x[:z]) * sum_{j >= z} g[j] prod(x[z+1..j]); after z it is 0. g may be a Tensor
+    (create_graph): every call on it here dispatches to a differentiable op.
+    """
+    n = x.shape[axis]
+    xa = values(x)  # (the masks need no graph)
+    pos = _arange_along(n, axis, x.ndim)
+    zero = xa == 0
+    if n == 0:
+        return np.multiply(g, 0)
+    z = np.where(zero.any(axis, keepdims=True), np.argmax(zero, axis, keepdims=True), n)
+    before = pos < z
+    rev = np.flip(np.cumsum(np.flip(np.multiply(g, out), axis), axis), axis)
+    head = np.where(before, np.true_divide(rev, np.where(before, x, 1)), 0)
+    if not zero.any():
+        return head
+    lead = np.prod(np.where(before, x, 1), axis, keepdims=True)
+    after = np.cumprod(np.where(pos <= z, 1, x), axis)
+    at = np.multiply(lead, np.sum(np.where(pos >= z, np.multiply(g, after), 0), axis, keepdims=True))
+    return np.add(head, np.where(pos == z, at, 0))
+
+
+def logcumsumexp(x: Array, axis: int) -> Array:
+    """log(cumsum(exp(x))) along ``axis``, stably (pairwise logaddexp)."""
+    with np.errstate(invalid="ignore"):  # (NaN inputs give NaN, as in PyTorch)
+        return np.logaddexp.accumulate(x, axis)
+
+
+def logcumsumexp_grad(x: Array, out: Array, g: Any, axis: int, scan: Any = None) -> Any:
+    """Gradient of logcumsumexp: exp(x_k) sum_{j>=k} g_j exp(-out_j), in log space, the positive
+    and negative parts of g apart (each a reversed logcumsumexp), so nothing overflows. With
+    create_graph the arguments are Tensors and ``scan`` is their (differentiable) logcumsumexp."""
+    def rev(a: Any) -> Any:
+        if scan is not None:
+            return np.flip(scan(np.flip(a, axis)), axis)
+        return np.flip(np.logaddexp.accumulate(np.flip(a, axis), axis), axis)
+
+    # log v where pos, else the lowest finite number (as PyTorch: -inf - -inf would give NaN); the
+    # inner where keeps log's gradient finite where masked
+    lowest = float(np.finfo(values(out).dtype).min)
+
+    def log_part(pos: Any, v: Any) -> Any:
+        return np.where(pos, np.log(np.where(pos, v, 1.0)), lowest)
+
+    # (-inf inputs give NaN gradients, as in PyTorch)
+    with np.errstate(invalid="ignore"):
+        lp = np.subtract(log_part(g > 0, g), out)
+        ln = np.subtract(log_part(g < 0, np.negative(g)), out)
+        return np.subtract(np.exp(np.add(x, rev(lp))), np.exp(np.add(x, rev(ln))))
