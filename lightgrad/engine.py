@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 from heapq import heapify, heappop, heappush
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from . import _refcount as R
 from . import backend as B
-from .grad_mode import _enabled, _recording, not_differentiable_twice
 from .function import Function, SliceGrad, unbroadcast
+from .grad_mode import _enabled, _recording, not_differentiable_twice
+from .memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from .memory import _current as _arena
 from .memory import empty_like_home, reclaimed_error
-from .tensor import _STAMP, Tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
+else:
+    Tensor = None  # bound by lightgrad.tensor (the one late binding)
 
 _FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after "
           "they have already been freed). Saved intermediate values of the graph are freed when you call "
@@ -91,14 +94,14 @@ def _recorded(node: Function, g: Tensor) -> tuple[Any, ...]:
     try:
         grads = node.backward(g)
         for e, pg in zip(node.edges, grads):
-            if e is not None and isinstance(pg, np.ndarray):
+            if e is not None and isinstance(pg, B.ndarray):
                 raise not_differentiable_twice("its result")
         return grads
     finally:
         _recording.reset(token)
 
 
-_ONES: dict[Any, np.ndarray] = {}
+_ONES: dict[Any, B.ndarray] = {}
 
 
 def _seed_grad(t: Tensor, g: Any) -> Any:
@@ -108,10 +111,10 @@ def _seed_grad(t: Tensor, g: Any) -> Any:
         if one is None:
             if d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            one = _ONES[(d.dtype, d.shape)] = np.ones(d.shape, d.dtype)
+            one = _ONES[(d.dtype, d.shape)] = B.ones(d.shape, d.dtype)
             one.flags.writeable = False
         return one
-    garr = g._data if isinstance(g, Tensor) else np.asarray(g, t._arr.dtype)
+    garr = g._data if isinstance(g, Tensor) else B.asarray(g, t._arr.dtype)
     if garr.shape != t._arr.shape:
         raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {tuple(garr.shape)} and "
                            f"output[0] has a shape of {tuple(t.shape)}.")
@@ -135,7 +138,7 @@ def _add_grad(prev: Any, pg: Any, owned: set[int]) -> Any:
         return prev
     owned.discard(id(prev))
     out = B.add(prev, pg)
-    if isinstance(out, np.ndarray):  # (0-d sums come back as NumPy scalars: not writable)
+    if isinstance(out, B.ndarray):  # (0-d sums come back as NumPy scalars: not writable)
         owned.add(id(out))
     return out
 
@@ -185,7 +188,7 @@ def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: b
     res = [taken.get(t._grad_fn) if taken and t._grad_fn is not None else grads.get(t) for t in inputs or ()]
     if create_graph:
         return [r if r is None or isinstance(r, Tensor) else Tensor._make(r) for r in res]
-    return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else np.array(r))
+    return [None if r is None else Tensor._make(r if r.flags.writeable and r.base is None else B.array(r))
             for r in res]
 
 
@@ -325,12 +328,6 @@ def _add_later(later: list[tuple[Tensor, Any]], create_graph: bool) -> None:
         _accumulate(t, g, create_graph)
 
 
-# References a gradient array has inside _accumulate when only the engine's loop holds it: the
-# backward's result tuple, zip's cached (parent, edge, gradient) tuple, the loop variable, the
-# parameter, getrefcount's own. A gradient the loop replaced (densified: fresh) has 3; a view
-# (unbroadcast) is never taken. An array anything else holds (a saved input handed over as a
-# gradient, a user's tensor) has at least one more. tests/test_autograd.py checks both sides.
-_EXCLUSIVE_REFS = 5
 _FIRST = [(0,) * n for n in range(33)]  # the index of a one-entry array's entry, by ndim
 
 
@@ -366,10 +363,12 @@ def _accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> N
             # a leaf made inside an arena (a parameter in the permanent arena) gets one fixed
             # gradient home there, reused by every backward: steps then allocate nothing for it
             buf = t._grad_buf = empty_like_home(t._mem, t._arr.shape, t._arr.dtype)
-        if (steal and buf is None and t._mem is None and type(g) is np.ndarray and g.base is None
-                and g.flags.writeable and _arena.get() is None and sys.getrefcount(g) <= _EXCLUSIVE_REFS):
+        if (steal and buf is None and t._mem is None and type(g) is B.ndarray and g.base is None
+                and g.flags.writeable and _arena.get() is None and R.owns(g)):
             # a fresh heap gradient nobody else holds becomes .grad as it is (PyTorch steals it
-            # too): no copy of every weight's gradient on every backward
+            # too): no copy of every weight's gradient on every backward. R.owns counts this call
+            # chain's references (_walk's loop, here): see _refcount; tests/test_refcount.py
+            # checks both sides
             t._grad = Tensor._make(g)
         elif buf is not None and buf.shape == g.shape and buf.dtype == g.dtype:
             # an optimizer's flat gradient buffer: the gradient lands in its slice, no allocation

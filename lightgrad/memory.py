@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ._refcount import SLOT_ARRAY_REFS, SLOT_FLAT_REFS
+
 _ALIGN = 64
 _current: contextvars.ContextVar[Arena | None] = contextvars.ContextVar("lightgrad_arena", default=None)
 _arenas: list[Any] = []  # weak references to every arena made, for stats()
@@ -123,11 +125,12 @@ class Arena:
         if plan is not None and self._on_plan:
             if i < len(plan[0]) and plan[0][i] == n and self._block == 0:
                 # the earlier arrays of this step planned into the same bytes must be gone: nothing
-                # but their slot (and flat's view arr) holds them (+1: getrefcount's argument)
+                # but their slot holds them (the counts: lightgrad/_refcount.py, item 3; compared
+                # here, not in a call: this loop runs for every earlier request a request overlaps)
                 slots = self._slots
                 for j in plan[2][i]:
                     pair = slots[j]
-                    if _count(pair[0]) > 3 or _count(pair[1]) > 2:  # type: ignore[index]
+                    if _count(pair[0]) != SLOT_FLAT_REFS or _count(pair[1]) != SLOT_ARRAY_REFS:  # type: ignore[index]
                         break
                 else:
                     end = plan[1][i] + n
@@ -139,10 +142,9 @@ class Arena:
                     # any more: the step then makes no array objects (a weak reference and its
                     # callback per request, as while learning, cost 3x the rest of an allocation)
                     pair = slots[i]
-                    if pair is not None:
-                        flat, arr = pair
-                        if (arr.dtype is dt and arr.shape == shape and _count(arr) == 3 and _count(flat) == 4
-                                and arr.flags.writeable):  # (3: pair, arr, argument; flat: + arr's base)
+                    if pair is not None and _count(pair[0]) == SLOT_FLAT_REFS and _count(pair[1]) == SLOT_ARRAY_REFS:
+                        arr = pair[1]
+                        if arr.dtype is dt and arr.shape == shape and arr.flags.writeable:
                             return arr
                     flat = np.frombuffer(self._views[0][plan[1][i]:end], dt)
                     arr = flat.reshape(shape)

@@ -10,16 +10,14 @@ sort, linalg, creation, random, inplace): Tensor's bases. The free functions (``
 from __future__ import annotations
 
 import builtins
-import dis
 import math
-import sys
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
+from . import _refcount as R
 from . import backend as B
 from . import dtypes as D
+from . import engine as E
 from ._ops import bind as _bind_ops
 from ._ops.common import (_PY_NUMBERS, _SCALAR_TYPE, Number, _as_tensor, _binary, _bump, _check_broadcast,
                           _check_divisor, _dim, _promote, _raw)
@@ -32,6 +30,10 @@ from ._ops.random import RandomMixin
 from ._ops.reduce import ReduceMixin
 from ._ops.shape import ShapeMixin
 from ._ops.sort import SortMixin
+from ._repr import tensor_repr
+from .device import _CPU
+from .device import device as _device
+from .engine import run_backward  # (Tensor.backward's; lightgrad.compiler patches it here while tracing)
 from .grad_mode import _enabled, _recording, is_grad_enabled, no_grad, not_differentiable_twice
 from .memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from .memory import _current as _arena
@@ -102,31 +104,31 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         self._mem = _home(arr)  # None on the heap; the liveness token of an arena's bytes
 
     @classmethod
-    def _make(cls, data: np.ndarray) -> Tensor:
+    def _make(cls, data: B.ndarray) -> Tensor:
         """Wrap an array without copying or checking (the hot path of every op)."""
         t = object.__new__(Tensor)
         # NumPy returns 0-d results as scalars; a tensor always holds an array (in-place ops, views)
-        t._arr = arr = data if type(data) is np.ndarray else np.asarray(data)
+        t._arr = arr = data if type(data) is B.ndarray else B.asarray(data)
         t.requires_grad = False
         t._grad = None
         t._grad_fn = None
         t._version = [0, 0]
         b = arr.base  # (an array that owns its bytes, or a view of one, is the heap's: memory.home)
-        t._mem = None if b is None or type(b) is np.ndarray and b.base is None else _home(arr)
+        t._mem = None if b is None or type(b) is B.ndarray and b.base is None else _home(arr)
         return t
 
     # The one way to a tensor's storage: every read or write of the array goes through here (or
     # checks _mem itself before touching _arr), so a tensor, or any view of it, whose arena was
     # reset raises instead of reading or writing the bytes' new occupant (memory.home).
     @property
-    def _data(self) -> np.ndarray:
+    def _data(self) -> B.ndarray:
         m = self._mem
         if m is not None and not m[0]:
             raise reclaimed_error(m)
         return self._arr
 
     @_data.setter
-    def _data(self, arr: np.ndarray) -> None:  # new storage: its token comes with it
+    def _data(self, arr: B.ndarray) -> None:  # new storage: its token comes with it
         self._arr = arr
         self._mem = None if arr.base is None else _home(arr)
 
@@ -147,7 +149,6 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
 
     @property
     def device(self) -> Any:
-        from .device import _CPU
         return _CPU
 
     @property
@@ -279,7 +280,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._version[0]
 
     # ---- conversion and interop ------------------------------------------------------------------
-    def _live(self) -> np.ndarray:
+    def _live(self) -> B.ndarray:
         """The array, after checking that an arena reset has not reclaimed it (as ``_data`` does)."""
         return self._data
 
@@ -293,7 +294,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
     def tolist(self) -> Any:
         return self._live().tolist()
 
-    def numpy(self, *, force: builtins.bool = False) -> np.ndarray:
+    def numpy(self, *, force: builtins.bool = False) -> B.ndarray:
         """The underlying array (shared memory); refuses when grad is required, like PyTorch.
 
         The array is not checked afterwards: for a tensor made in an arena it is valid until that
@@ -305,7 +306,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
                                "Use tensor.detach().numpy() instead.")
         return self._data if not force else self._data.copy()
 
-    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> np.ndarray:
+    def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> B.ndarray:
         a = self._live()
         if self.requires_grad and _recording.get() is not None:
             raise not_differentiable_twice("np.asarray")
@@ -314,7 +315,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return a.copy() if copy else a
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Any:
-        from ._numpy_dispatch import array_ufunc
+        from ._numpy_dispatch import array_ufunc  # (here: that module builds on Tensor, imported from this one)
         return array_ufunc(ufunc, method, inputs, kw)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -329,7 +330,6 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
 
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
         """``x.to(lightgrad.float64)``, ``x.to('cpu')``, ``x.to(other)``; no copy if nothing changes."""
-        from .device import device as _device
         dt = kwargs.get("dtype")
         for a in list(args) + [kwargs.get("device")]:
             if isinstance(a, Tensor):
@@ -450,7 +450,6 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
 
     # ---- Python protocol -------------------------------------------------------------------------
     def __repr__(self) -> str:
-        from ._repr import tensor_repr
         m = self._mem
         if m is not None and not m[0]:
             return f"<tensor reclaimed by reset() of arena '{m[1].name}'>"
@@ -609,7 +608,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self.abs()
 
     def __invert__(self) -> Tensor:
-        if self._data.dtype == np.bool_:
+        if self._data.dtype == B.xp.bool_:
             return Tensor._make(B.logical_not(self._data))
         return Tensor._make(B.invert(self._data))
 
@@ -727,7 +726,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
                 r = compute(self)
         if r._data.shape != self._data.shape:
             raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(r.shape)}")
-        if r._data.dtype != self._data.dtype and not np.can_cast(r._data.dtype, self._data.dtype, "same_kind"):
+        if r._data.dtype != self._data.dtype and not B.can_cast(r._data.dtype, self._data.dtype, "same_kind"):
             raise RuntimeError(f"result type {r.dtype.name.capitalize()} can't be cast to the desired output type "
                                f"{self.dtype.name.capitalize()}")
         if r._data is not self._data:
@@ -744,7 +743,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-def _rebuild(data: np.ndarray, requires_grad: builtins.bool) -> Tensor:
+def _rebuild(data: B.ndarray, requires_grad: builtins.bool) -> Tensor:
     t = Tensor._make(data)
     t.requires_grad = requires_grad
     return t
@@ -767,7 +766,7 @@ def _view_link(t: Tensor) -> tuple[Tensor, Any] | None:
     node = t._grad_fn
     if type(node) is F.Reshape or type(node) is F.Permute:
         base = node.parents[0]
-        if isinstance(base, Tensor) and np.may_share_memory(base._data, t._data):
+        if isinstance(base, Tensor) and B.xp.may_share_memory(base._data, t._data):
             return base, node
     return None
 
@@ -785,7 +784,7 @@ def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
             if base._version[1] != _STAMP[0]:  # (not when it shares the view's counter, bumped already)
                 _bump(base)
         elif type(how) is F.Permute:
-            value = value.permute(np.argsort(how.order).tolist())
+            value = value.permute(B.argsort(how.order).tolist())
             if base._version[1] != _STAMP[0]:
                 _bump(base)
         else:
@@ -803,23 +802,23 @@ def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
 # the operators make it themselves: an operand that is a large temporary lends its array to the
 # result. That saves the allocation and a third of the memory traffic (in place, an elementwise op
 # streams two arrays instead of three: 0.31 against 0.48 ms on 1M float32 here). The operand is a
-# temporary when the interpreter's stack holds its only reference (counts measured on CPython 3.11-3.13;
-# 3.14 may lend stack references without counting them, so elsewhere nothing is reused), its array
-# has no other reference and owns its memory (no views of it anywhere), and no backward reads it:
-# + and - read no operand, * and / by a Python number read only the number, and no backward runs
-# for * and / between tensors when no graph is recorded.
+# temporary when the interpreter's stack holds its only reference and its array has no other
+# reference (the counts, the interpreters they hold on and what breaks them: lightgrad/_refcount.py,
+# whose checks answer No elsewhere), its array owns its memory (no views of it anywhere), and no
+# backward reads it: + and - read no operand, * and / by a Python number read only the number, and
+# no backward runs for * and / between tensors when no graph is recorded.
 _REUSE_MIN = 1 << 16  # (smaller arrays: the check costs more than it saves; the operators test size first)
-_BINARY_OP = (dis.opmap.get("BINARY_OP") if sys.implementation.name == "cpython"
-              and (3, 11) <= sys.version_info[:2] <= (3, 13) and getattr(sys, "_is_gil_enabled", lambda: True)()
-              else None)  # (nor without the GIL, where another thread may take a reference meanwhile)
 
 
-def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
+def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> B.ndarray | None:
     """The array of an operand of ``t op o`` (t: the operator's self, which has checked that one is
     large) that may take the result (see above), or None. ``tensors``: whether that may be a
     Tensor's when ``o`` is one (+ and -); * and / take a Tensor's only when no graph is recorded
-    (their backward reads the factors), else ``o`` must be a Python number."""
-    if _BINARY_OP is None:
+    (their backward reads the factors), else ``o`` must be a Python number.
+
+    Called by the operator only, and calls R.sole_temporary and R.from_binary_op itself: their
+    counts and frames are those of this call chain (see _refcount)."""
+    if R.BINARY_OP is None:
         return None
     d = t._data
     if isinstance(o, Tensor):
@@ -827,18 +826,17 @@ def _reusable(t: Tensor, o: Any, tensors: builtins.bool) -> np.ndarray | None:
         if od.dtype != d.dtype or not tensors and (t.requires_grad or o.requires_grad) and _enabled.get():
             return None
         # t's array if the result has t's shape, else o's if it has o's
-        if _fits(od.shape, d.shape) and _lent(t, d):
+        if _fits(od.shape, d.shape) and _lendable(t, d) and R.sole_temporary(t, d):
             a = d
-        elif _fits(d.shape, od.shape) and _lent(o, od):
+        elif _fits(d.shape, od.shape) and _lendable(o, od) and R.sole_temporary(o, od):
             a = od
         else:
             return None
-    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f" and _lent(t, d):
+    elif type(o) in _PY_NUMBERS and d.dtype.kind == "f" and _lendable(t, d) and R.sole_temporary(t, d):
         a = d
     else:
         return None
-    f = sys._getframe(2)  # called by the interpreter's operator?
-    return a if f.f_code.co_code[f.f_lasti] == _BINARY_OP else None
+    return a if R.from_binary_op() else None
 
 
 def _fits(small: tuple[builtins.int, ...], big: tuple[builtins.int, ...]) -> builtins.bool:
@@ -846,24 +844,23 @@ def _fits(small: tuple[builtins.int, ...], big: tuple[builtins.int, ...]) -> bui
     return small == big or (len(small) <= len(big) and all(m == n or m == 1 for m, n in zip(reversed(small), reversed(big))))
 
 
-def _lent(x: Tensor, a: np.ndarray) -> builtins.bool:
-    """Whether operand x's array ``a`` may take the result: it owns its memory (views of it would
-    hold a reference), is writeable, is not arena storage, x is not a leaf that requires grad, and
-    nothing but the expression holds x or a."""
-    # references to x: the interpreter's stack, the operator's parameter, _reusable's, ours and
-    # getrefcount's argument; to a: x's slot, _reusable's local, ours and the argument
+def _lendable(x: Tensor, a: B.ndarray) -> builtins.bool:
+    """Whether operand x's array ``a`` may take the result if nothing but the expression holds x
+    or a (R.sole_temporary): it owns its memory (views of it would hold a reference), is
+    writeable, is not arena storage, and x is not a leaf that requires grad."""
     return (a.base is None and a.flags.writeable and x._mem is None and not (x.requires_grad and x._grad_fn is None)
-            and sys.getrefcount(x) == 5 and sys.getrefcount(a) == 4
             and _arena.get() is None)  # (inside an arena, results are carved from it: memory.py)
 
 
 # ---- the one late binding -------------------------------------------------------------------------
-# Tensor's methods call the primitives and the primitives make Tensors. function.py imports Tensor
-# from here, so it loads now that Tensor exists; the _ops modules, Tensor's bases and so loaded
-# before it, then get Tensor and the primitives as globals (see _ops/__init__.py).
+# Tensor's methods call the primitives and the primitives make Tensors. Now that Tensor exists, the
+# primitives (lightgrad.function, which imports nothing above the backend) get it by F.bind; the _ops
+# modules, Tensor's bases and so loaded before it, get Tensor and the primitives as globals (see
+# _ops/__init__.py).
 from . import function as F  # noqa: E402
-from .engine import run_backward  # noqa: E402, F401
 
+E.Tensor = Tensor  # type: ignore[misc]  # the engine (imported above: it imports no Tensor) makes and checks Tensors
+F.bind(Tensor)
 _bind_ops(Tensor, F)
 
 # how a view made by reshape records its base when no grad_fn leads there (_viewed)

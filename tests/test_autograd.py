@@ -519,27 +519,6 @@ def test_nodes_that_receive_no_gradient_are_skipped() -> None:
         np.testing.assert_allclose(ours, theirs, rtol=1e-6)
 
 
-def test_fresh_leaf_gradient_is_handed_over_without_a_copy(monkeypatch: Any) -> None:
-    """A gradient array only the engine holds becomes ``.grad`` as it is (the refcount check in
-    ``engine._accumulate``); one that two leaves share is copied for each of them."""
-    from lightgrad import engine as E
-    copies = []
-    orig = E.empty_like_home
-    monkeypatch.setattr(E, "empty_like_home", lambda *a: copies.append(a[1]) or orig(*a))
-    x = lg.tensor(RNG.standard_normal((16, 8)).astype(np.float32))
-    w = lg.tensor(RNG.standard_normal((8, 4)).astype(np.float32), requires_grad=True)
-    (x @ w).sum().backward()
-    assert copies == []
-    np.testing.assert_allclose(w.grad.numpy(), x.numpy().sum(0)[:, None].repeat(4, 1), rtol=1e-5)
-    a = lg.zeros(5, requires_grad=True)
-    b = lg.zeros(5, requires_grad=True)
-    (a + b).sum().backward()
-    assert len(copies) == 2 and not np.shares_memory(a.grad.numpy(), b.grad.numpy())
-    (a + b).sum().backward()
-    np.testing.assert_allclose(a.grad.numpy(), 2.0)
-    np.testing.assert_allclose(b.grad.numpy(), 2.0)
-
-
 @needs_torch
 def test_gradient_of_a_sum_through_mul_is_the_other_factor_handed_over() -> None:
     """d/dw sum(x * w) is x itself: passed on as the gradient (no product, no fresh array), never

@@ -1,13 +1,12 @@
 """Tensor API behaviour: creation, dtypes and promotion, interop, printing, devices, shape functions.
 
-Also the dtype information (finfo, iinfo, Size), the legacy constructor, sampling methods, and
-the operators that write into a temporary operand's array when nothing else can see it."""
+Also the dtype information (finfo, iinfo, Size), the legacy constructor and sampling methods. (The
+operators that write into a temporary operand's array: tests/test_refcount.py.)"""
 
 from __future__ import annotations
 
 import itertools
 import math
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 from helpers import assert_like_torch, needs_torch, torch
 
 import lightgrad as lg
-from lightgrad import function as F
 
 
 def test_default_dtypes() -> None:
@@ -535,191 +533,3 @@ def test_misc_shape_helpers() -> None:
     assert lg.ones(2, 3).is_same_size(lg.zeros(2, 3)) and not lg.ones(2, 3).is_same_size(lg.ones(3, 2))
     for dt in ("float32", "int64", "uint8", "bool", "int8"):
         assert lg.ones(1, dtype=getattr(lg, dt)).is_signed() == torch.ones(1, dtype=getattr(torch, dt)).is_signed()
-
-
-# ---- operators reuse a large temporary operand's array when nothing else can see it --------------
-
-# (as NumPy does for ``a * b + c``): results and gradients are the same as without the reuse
-T = sys.modules["lightgrad.tensor"]  # (the package exports a function named tensor)
-
-N = 300  # 90,000 entries: above the size where operands are considered for reuse
-RNG = np.random.default_rng(0)
-XA, WA, BA = (RNG.standard_normal((N, N)).astype(np.float32) for _ in range(3))
-
-reusing = pytest.mark.skipif(T._BINARY_OP is None, reason="reuse is off on this Python")
-
-
-@pytest.fixture
-def lent(monkeypatch: Any) -> list[bool]:
-    """Records, for each +, -, * and / forward, whether it wrote into an operand's array."""
-    seen: list[bool] = []
-    for cls in (F.Add, F.Sub, F.Mul, F.Div):
-        def forward(self: Any, x: Any, y: Any, out: Any = None, _orig: Any = cls.forward) -> Any:
-            seen.append(out is not None)
-            return _orig(self, x, y, out)
-        monkeypatch.setattr(cls, "forward", forward)
-    return seen
-
-
-def _leaves() -> tuple[lg.Tensor, lg.Tensor, lg.Tensor]:
-    return lg.tensor(XA), lg.tensor(WA, requires_grad=True), lg.tensor(BA, requires_grad=True)
-
-
-# name, expression, whether its last operator reuses an operand's array
-CASES: list[tuple[str, Callable[[Any, Any, Any], Any], bool]] = [
-    ("temp_plus", lambda x, w, b: x * w + b, True),
-    ("plus_temp", lambda x, w, b: b + x * w, True),
-    ("temp_minus", lambda x, w, b: x * w - b, True),
-    ("minus_temp", lambda x, w, b: b - x * w, True),
-    ("number_minus_temp", lambda x, w, b: 1.5 - x * w, True),
-    ("temp_times_number", lambda x, w, b: (x * w) * 2.0, True),
-    ("number_times_temp", lambda x, w, b: 2.0 * (x * w), True),
-    ("temp_over_number", lambda x, w, b: (x * w) / 4.0, True),
-    ("temp_plus_row", lambda x, w, b: x * w + b[0], True),
-    ("row_temp_plus_matrix", lambda x, w, b: w[0] * 2.0 + b, False),  # the result is not the row's shape
-    ("temp_times_tensor", lambda x, w, b: (x * w) * b, False),  # Mul saves both factors
-    ("temp_over_tensor", lambda x, w, b: (x * w) / b, False),
-    ("constants_temp_times_tensor", lambda x, w, b: (x * 2.0) * x, True),  # no graph: nothing saved
-    ("constants_tensor_over_temp", lambda x, w, b: x / (x + 1.0), True),
-    ("saved_output_plus", lambda x, w, b: (x * w).exp() + b, False),  # exp's backward reads its output
-    ("leaf_plus", lambda x, w, b: lg.ones(N, N, requires_grad=True) + b, False),
-    ("small_temp_plus", lambda x, w, b: x[:100, :100] * w[:100, :100] + b[:100, :100], False),
-]
-
-
-@reusing
-@pytest.mark.parametrize("name,fn,reuses", CASES, ids=[c[0] for c in CASES])
-def test_reuse_decision_and_identical_results(name: str, fn: Callable[..., Any], reuses: bool, lent: list[bool],
-                                              monkeypatch: Any) -> None:
-    x, w, b = _leaves()
-    y = fn(x, w, b)
-    assert lent[-1] is reuses
-    if y.requires_grad:
-        y.sum().backward()
-    monkeypatch.setattr(T, "_BINARY_OP", None)  # reuse off: the plain path
-    x2, w2, b2 = _leaves()
-    y2 = fn(x2, w2, b2)
-    if y2.requires_grad:
-        y2.sum().backward()
-    assert lent[-1] is False
-    np.testing.assert_array_equal(y.numpy(force=True) if y.requires_grad else y.numpy(), y2.detach().numpy())
-    for p, q in ((w, w2), (b, b2)):
-        if q.grad is None:
-            assert p.grad is None
-        else:
-            np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
-
-
-@reusing
-def test_products_of_tensors_reuse_only_without_a_graph(lent: list[bool]) -> None:
-    x, w, b = _leaves()
-    with lg.no_grad():
-        y = (x * w) * b
-    assert lent[-1] is True
-    np.testing.assert_array_equal(y.numpy(), XA * WA * BA)
-    y = (x * w) * b  # recorded: Mul's backward reads both factors
-    assert lent[-1] is False and y.requires_grad
-
-
-@reusing
-def test_named_operands_are_never_written(lent: list[bool]) -> None:
-    x, w, b = _leaves()
-    t = x * w
-    before = t.detach().numpy().copy()
-    y = t + b
-    z = t * 3.0
-    assert lent[-2:] == [False, False]
-    np.testing.assert_array_equal(t.detach().numpy(), before)
-    np.testing.assert_array_equal(y.detach().numpy(), before + BA)
-    np.testing.assert_array_equal(z.detach().numpy(), before * np.float32(3.0))
-
-
-@reusing
-@pytest.mark.parametrize("keep", ["detach", "numpy", "view", "data"])
-def test_an_array_still_seen_elsewhere_is_not_written(keep: str, lent: list[bool]) -> None:
-    kept: list[Any] = []
-
-    def make(x: lg.Tensor) -> lg.Tensor:
-        r = x * 2.0  # returned as a temporary, but its memory is also kept below
-        with lg.no_grad():
-            kept.append({"detach": lambda: r.detach(), "numpy": lambda: r.detach().numpy(),
-                         "view": lambda: r.detach().view(-1), "data": lambda: r.data}[keep]())
-        return r
-
-    x = lg.tensor(XA)
-    y = make(x) + 1.0
-    assert lent[-1] is False
-    got = kept[0].numpy() if isinstance(kept[0], lg.Tensor) else kept[0]
-    np.testing.assert_array_equal(np.reshape(got, (N, N)), XA * np.float32(2.0))
-    np.testing.assert_array_equal(y.numpy(), XA * np.float32(2.0) + np.float32(1.0))
-
-
-@reusing
-def test_direct_method_calls_and_arena_tensors_are_not_reused(lent: list[bool]) -> None:
-    x, w, b = _leaves()
-    (x * w).__add__(b)  # not called by the interpreter's operator: its counts say nothing
-    assert lent[-1] is False
-    with lg.memory.Arena("8MB", name="reuse-test"):
-        x * w + b  # arena storage belongs to the arena's bookkeeping
-    assert lent[-1] is False
-
-
-@reusing
-def test_reuse_under_compile_replays_identically() -> None:
-    x, w, b = _leaves()
-
-    def step(x: lg.Tensor) -> lg.Tensor:
-        return ((x * w + b) * 0.5 - 1.0).sum()
-
-    compiled = lg.compile(step)
-    for _ in range(3):
-        got = compiled(x)
-        want = step(x)
-        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
-
-
-def _random_expression(rng: np.random.Generator, leaves: list[lg.Tensor], depth: int) -> Callable[[], Any]:
-    """A random expression over the leaves with +, -, * and / (operands: leaves, Python numbers,
-    subexpressions; each as the left or the right operand), as a function that evaluates it."""
-    if depth == 0 or rng.random() < 0.2:
-        k = int(rng.integers(len(leaves) + 1))
-        if k == len(leaves):
-            c = float(rng.choice([0.5, 2.0, -1.5]))
-            return lambda: c
-        return lambda: leaves[k]
-    a, b = _random_expression(rng, leaves, depth - 1), _random_expression(rng, leaves, depth - 1)
-    op = ["+", "-", "*", "/"][int(rng.integers(4))]
-    if op == "+":
-        return lambda: a() + b()
-    if op == "-":
-        return lambda: a() - b()
-    if op == "*":
-        return lambda: a() * b()
-    return lambda: a() / (b() if not isinstance(b(), float) else 4.0)
-
-
-@reusing
-@pytest.mark.parametrize("seed", range(12))
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (a random denominator may be 0: both runs agree on inf)
-def test_random_expressions_give_the_same_values_and_gradients(seed: int, monkeypatch: Any) -> None:
-    rng = np.random.default_rng(seed)
-    arrays = [rng.standard_normal((N, N)).astype(np.float32) + 3 for _ in range(2)] + [
-        rng.standard_normal(N).astype(np.float32) + 3]
-
-    def run() -> tuple[np.ndarray, list[Any]]:
-        leaves = [lg.tensor(a, requires_grad=i != 1) for i, a in enumerate(arrays)]  # one constant
-        expr = _random_expression(np.random.default_rng(seed + 100), leaves, 4)
-        y = expr()
-        if not isinstance(y, lg.Tensor) or not y.requires_grad:
-            return np.asarray(y if not isinstance(y, lg.Tensor) else y.numpy()), []
-        y.sum().backward()
-        return y.detach().numpy(), [None if t.grad is None else t.grad.numpy() for t in leaves]
-
-    got, grads = run()
-    monkeypatch.setattr(T, "_BINARY_OP", None)
-    want, want_grads = run()
-    np.testing.assert_array_equal(got, want)
-    for g, w in zip(grads, want_grads):
-        assert (g is None) == (w is None)
-        if g is not None:
-            np.testing.assert_array_equal(g, w)
