@@ -142,21 +142,12 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Generator 
     return _out(_gen(generator).normal(m, s, shape), dt, False)
 
 
+# (bernoulli and multinomial draw by a tensor's values: the draws are Tensor's methods, below this layer)
 def bernoulli(p: Any, *, generator: Generator | None = None) -> Any:
-    return _out(_gen(generator).random(p.shape) < p._data, p.dtype, False)
+    return p.bernoulli(generator=generator)
 
 
 def multinomial(probs: Any, num_samples: int, replacement: bool = False, *,
                 generator: Generator | None = None) -> Any:
     """Draw category indices with probabilities proportional to the rows of ``probs``."""
-    p = B.asarray(probs._data, B.xp.float64)
-    rows = p.reshape(-1, p.shape[-1])
-    if (rows < 0).any() or not B.isfinite(rows).all():
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if (rows.sum(-1) == 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and num_samples > rows.shape[-1]:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    rng = _gen(generator)
-    out = B.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement, p=r / r.sum()) for r in rows])
-    return _out(out.reshape(p.shape[:-1] + (num_samples,)), D.int64, False)
+    return probs.multinomial(num_samples, replacement, generator=generator)

@@ -11,6 +11,7 @@ from .. import backend as B
 from .. import dtypes as D
 from .common import _SCALAR_TYPE, Number, _dim, _dims, _floating, _raw, _shape_arg, return_types
 from .elementwise import where
+from .linalg import matrix_norm
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
     from .. import function as F
@@ -204,7 +205,6 @@ class ReduceMixin:
         """Vector p-norm over ``dim`` (all elements by default); 'fro' is the 2-norm."""
         x = _floating(self)
         if p == "nuc":  # the sum of singular values of the matrices in the last two dims (or ``dim``)
-            from ..linalg import matrix_norm  # (in the call: lightgrad.linalg imports tensor.py)
             if dim is None and x.ndim != 2:
                 raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, range(x.ndim)))}")
             return matrix_norm(x, "nuc", (-2, -1) if dim is None else tuple(dim), keepdim)

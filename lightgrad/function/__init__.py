@@ -12,24 +12,27 @@ retained. Saved items are inputs, constants (masks, indices), or, when ``saves_o
 output as the last item.
 
 By subject: ``base`` (Function, the shared helpers, zero / not-implemented / first-only
-derivatives, custom ops), ``elementwise``, ``reduce``, ``shape`` (views, joining, indexing), ``matmul``.
+derivatives, custom ops), ``elementwise``, ``reduce``, ``shape`` (views, joining, indexing), ``matmul``,
+``linalg`` (inverses, determinants, solves, LU; LinAlgError) and ``decompositions`` (Cholesky, SVD, QR, eigh).
 """
 
 from __future__ import annotations
 
-from . import base, elementwise, matmul, reduce, shape
+from . import base, decompositions, elementwise, linalg, matmul, reduce, shape
 from .base import (AccumulateGrad, CustomFunction, Function, FunctionCtx, NotDifferentiable, OnceDifferentiable,
                    ZeroGrad, _zeros, unbroadcast)
+from .decompositions import Cholesky, EighFactor, QrFactor, SvdFactor
 from .elementwise import (Abs, Acos, Acosh, Add, Asin, Asinh, Atan, Atan2, Atanh, Cast, Clamp, Copy, Cos, Digamma,
                           Div, Erf, Erfc, Erfinv, Exp, Expm1, Fmod, Hypot, Lgamma, Log, Log1p, LogSigmoid, Maximum,
                           Minimum, Mul, Neg, Polygamma, Pow, Relu, Remainder, Sigmoid, Sin, Softplus, Sqrt, Std, Sub,
                           Tan, Tanh, Where)
+from .linalg import Det, Inv, LinAlgError, LogAbsDet, LuFactor, Solve, SolveTriangular
 from .matmul import Einsum, MatMul
 from .reduce import Amax, Amin, Cumprod, Cumsum, Logcumsumexp, LogSoftmax, MaxDim, Mean, Prod, Softmax, Sum
 from .shape import (Cat, Expand, Flip, Gather, GetItem, IndexPut, Pad, Permute, Reshape, Roll, Scatter, SliceGrad,
                     _put)
 
-_MODULES = (base, elementwise, reduce, shape)  # the ones that make or recognise Tensors
+_MODULES = (base, elementwise, reduce, shape, linalg, decompositions)  # the ones that make or recognise Tensors
 
 
 def bind(tensor: type) -> None:

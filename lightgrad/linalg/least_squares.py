@@ -1,5 +1,5 @@
-"""What the SVD gives once small singular values are dropped: pinv, matrix_rank and lstsq (built
-from the decompositions and Tensor ops, so they differentiate themselves)."""
+"""What the SVD gives once small singular values are dropped: matrix_rank and lstsq (built from the
+decompositions and Tensor ops, so they differentiate themselves); pinv is Tensor's (lightgrad._ops.linalg)."""
 
 from __future__ import annotations
 
@@ -8,50 +8,12 @@ from collections import namedtuple
 from typing import Any
 
 from .. import backend as B
+from .._ops.linalg import _floating_input, _register, _tolerance, svd, svdvals
 from ..tensor import Tensor, _as_tensor, where
-from .checks import _SCALAR_NAMES, _floating_input
-from .common import _register
-from .decompositions import eigh, eigvalsh, svd, svdvals
+from .decompositions import eigvalsh
 
 linalg_lstsq = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 _register(linalg_lstsq)
-
-
-def _tolerance(S: Tensor, m: builtins.int, n: builtins.int, atol: Any, rtol: Any) -> Tensor:
-    """max(atol, rtol * S_max) per matrix as (..., 1), with PyTorch's default rtol = eps * max(m, n)."""
-    if rtol is None:
-        rtol = B.finfo(S._data.dtype).eps * builtins.max(m, n) if atol is None or _is_zero(atol) else 0.0
-    smax = S.detach().amax(-1, keepdim=True) if S.shape[-1] else S.detach().sum(-1, keepdim=True)
-    tol = smax * _as_tensor(rtol, S).unsqueeze(-1) if isinstance(rtol, Tensor) else smax * rtol
-    if atol is not None:
-        at = _as_tensor(atol, S)
-        tol = tol.maximum(at.unsqueeze(-1) if at.ndim else at)
-    return tol
-
-
-def _is_zero(x: Any) -> builtins.bool:
-    return not isinstance(x, Tensor) and x == 0
-
-
-def pinv(A: Tensor, *, atol: Any = None, rtol: Any = None, hermitian: builtins.bool = False) -> Tensor:
-    """Moore-Penrose pseudo-inverse from the SVD (eigh when hermitian), dropping values <= tolerance."""
-    A = _as_tensor(A)
-    if A.ndim < 2 or A._data.dtype.kind != "f":
-        kind = _SCALAR_NAMES.get(A.dtype.name, A.dtype.name.capitalize())
-        raise RuntimeError(f"linalg.pinv({kind}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions "
-                           f"of float, double, cfloat or cdouble types")
-    m, n = A.shape[-2:]
-    if hermitian:
-        L, V = eigh(A)
-        tol = _tolerance(L.abs(), m, n, atol, rtol)
-        keep = L.abs() > tol
-        Linv = where(keep, 1.0 / where(keep, L, 1.0), 0.0)
-        return (V * Linv.unsqueeze(-2)) @ V.mT
-    U, S, Vh = svd(A, full_matrices=False)
-    tol = _tolerance(S, m, n, atol, rtol)
-    keep = S > tol
-    Sinv = where(keep, 1.0 / where(keep, S, 1.0), 0.0)  # (the inner where keeps 1/0 out of the gradient)
-    return (Vh.mT * Sinv.unsqueeze(-2)) @ U.mT
 
 
 def matrix_rank(A: Tensor, tol: Any = None, hermitian: builtins.bool = False, *, atol: Any = None,

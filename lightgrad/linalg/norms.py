@@ -1,5 +1,5 @@
-"""Norms and the condition number: vector_norm, matrix_norm, norm (built from Tensor ops and the
-singular values) and cond."""
+"""Norms and the condition number: norm (vector_norm or matrix_norm, which are Tensor's:
+lightgrad._ops.linalg) and cond."""
 
 from __future__ import annotations
 
@@ -8,54 +8,9 @@ import math
 from typing import Any
 
 from .. import backend as B
-from ..tensor import Tensor, _as_tensor, _dim, where
-from .checks import LinAlgError, _floating_input, _matrix_input
-from .decompositions import svdvals
-from .inverse import inv
-
-
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: builtins.bool = False, *,  # noqa: A002
-                dtype: Any = None) -> Tensor:
-    """(sum |x|^ord)^(1/ord) over ``dim`` (all elements by default); ord may be inf, -inf or 0."""
-    x = _as_tensor(x)
-    if dtype is not None:
-        x = x.to(dtype)
-    _floating_input(x, "vector_norm")
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
-    d = dim if dim is None or isinstance(dim, builtins.int) else tuple(dim)
-    if ord < 0 and ord != -math.inf:
-        return (x.abs() ** ord).sum(d, keepdim) ** (1.0 / ord)
-    return x.norm(ord, d, keepdim)
-
-
-_MATRIX_ORDS = ("fro", 1, -1, math.inf, -math.inf)
-
-
-def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[builtins.int, builtins.int] = (-2, -1),  # noqa: A002
-                keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
-    """Matrix norm over the two ``dim`` dims: 'fro', 1 / -1 (max / min column sum), inf / -inf (rows)."""
-    A = _as_tensor(A)
-    if dtype is not None:
-        A = A.to(dtype)
-    _floating_input(A, "matrix_norm")
-    if A.ndim < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if ord not in _MATRIX_ORDS and ord not in ("nuc", 2, -2):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    d0, d1 = _dim(dim[0], A.ndim), _dim(dim[1], A.ndim)
-    if ord in ("nuc", 2, -2):  # from the singular values of the matrices moved to the last two dims
-        rest = [d for d in range(A.ndim) if d not in (d0, d1)]
-        S = svdvals(A.permute(*rest, d0, d1))
-        out = S.sum(-1) if ord == "nuc" else S.amax(-1) if ord == 2 else S.amin(-1)
-        return out.unsqueeze(builtins.min(d0, d1)).unsqueeze(builtins.max(d0, d1)) if keepdim else out
-    if ord == "fro":
-        return vector_norm(A, 2, (d0, d1), keepdim)
-    # 1: the largest column sum (sum over rows d0, then the max over d1); inf: the transpose of that
-    inner, outer = (d0, d1) if ord in (1, -1) else (d1, d0)
-    s = A.abs().sum(inner, keepdim=True)
-    out = s.amax(outer, keepdim=True) if ord > 0 else s.amin(outer, keepdim=True)
-    return out if keepdim else out.squeeze((d0, d1))
+from .._ops.linalg import _floating_input, _matrix_input, inv, matrix_norm, svdvals, vector_norm
+from ..function import LinAlgError
+from ..tensor import Tensor, _as_tensor, where
 
 
 def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: builtins.bool = False, *,  # noqa: A002

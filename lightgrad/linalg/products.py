@@ -1,16 +1,12 @@
-"""Products and powers of matrices, composed of Tensor ops (so they differentiate themselves):
-multi_dot, vecdot, cross, diagonal, matrix_power, matrix_exp."""
+"""Products of matrices and vectors, composed of Tensor ops (so they differentiate themselves):
+multi_dot, vecdot, cross, diagonal; matrix_power and matrix_exp are Tensor's (lightgrad._ops.linalg)."""
 
 from __future__ import annotations
 
 import builtins
-import math
 from typing import Any
 
-from .. import backend as B
 from ..tensor import Tensor, _as_tensor
-from .checks import _square
-from .inverse import inv
 
 
 def multi_dot(tensors: Any) -> Tensor:
@@ -48,36 +44,6 @@ def vecdot(x: Tensor, y: Tensor, *, dim: builtins.int = -1) -> Tensor:
     return (x * y).sum(dim)
 
 
-_EXP_TERMS = 18  # Taylor terms after scaling to ||A|| <= 1/2: 0.5^19 / 19! is far below float64's eps
-
-
-def matrix_exp(A: Tensor) -> Tensor:
-    """exp(A) = I + A + A^2/2! + ... by scaling and squaring of a Taylor polynomial (Tensor ops, so it
-    differentiates itself).
-
-    >>> torch.linalg.matrix_exp(torch.zeros(2, 2))
-    tensor([[1., 0.],
-            [0., 1.]])"""
-    A = _square(A, "matrix_exp")
-    n = A.shape[-1]
-    eye = Tensor._make(B.eye(n, dtype=A._data.dtype))
-    if n == 0 or A.numel() == 0:
-        return A.clone()
-    norm1 = builtins.float(B.xp.max(B.xp.sum(B.xp.abs(A._data), axis=-2))) if A.numel() else 0.0
-    if not math.isfinite(norm1):
-        s = 0
-    else:
-        s = builtins.max(0, math.ceil(math.log2(norm1 / 0.5))) if norm1 > 0.5 else 0
-    X = A * (2.0 ** -s) if s else A
-    # Horner: I + X (I + X/2 (I + X/3 (...)))
-    out = eye + X / _EXP_TERMS
-    for k in range(_EXP_TERMS - 1, 0, -1):
-        out = eye + (X @ out) / k
-    for _ in range(s):
-        out = out @ out
-    return out
-
-
 def cross(input: Tensor, other: Tensor, *, dim: builtins.int = -1) -> Tensor:  # noqa: A002
     """Cross product of 3-vectors along ``dim`` (the last by default, unlike ``torch.cross``)."""
     return _as_tensor(input).cross(other, dim)
@@ -86,26 +52,3 @@ def cross(input: Tensor, other: Tensor, *, dim: builtins.int = -1) -> Tensor:  #
 def diagonal(A: Tensor, *, offset: builtins.int = 0, dim1: builtins.int = -2, dim2: builtins.int = -1) -> Tensor:
     """The diagonal of each matrix (over dims dim1, dim2): ``A.diagonal(offset, dim1, dim2)``."""
     return _as_tensor(A).diagonal(offset, dim1, dim2)
-def matrix_power(A: Tensor, n: builtins.int) -> Tensor:
-    """A @ A @ ... (n times) by repeated squaring; n = 0 gives the identity, n < 0 powers of inv(A)."""
-    A = _as_tensor(A)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
-                           f"{A.shape[-2] if A.ndim > 1 else 1} by {A.shape[-1] if A.ndim else 1} matrices")
-    if n == 0:
-        eye = Tensor._make(B.eye(A.shape[-1], dtype=A._data.dtype))
-        return eye.expand(A.shape).clone()
-    if n < 0:
-        A, n = inv(A), -n
-    base = A
-    while not n & 1:  # the lowest set bit of n starts the product (n > 0 here)
-        base = base.matmul(base)
-        n >>= 1
-    result = base
-    n >>= 1
-    while n:
-        base = base.matmul(base)
-        if n & 1:
-            result = result.matmul(base)
-        n >>= 1
-    return result

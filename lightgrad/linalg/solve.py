@@ -1,5 +1,5 @@
-"""Linear systems A X = B: the Solve primitive (LAPACK's gesv through the backend, forward beside
-backward), and solve, solve_ex, tensorsolve."""
+"""Linear systems A X = B: solve, solve_ex, tensorsolve, on the Solve primitive (LAPACK's gesv
+through the backend: lightgrad.function.linalg)."""
 
 from __future__ import annotations
 
@@ -9,38 +9,13 @@ from collections import namedtuple
 from typing import Any
 
 from .. import backend as B
-from ..function import Function
+from .._ops.linalg import _info_tensor, _register, _square, lu_factor_ex, lu_solve
+from ..function import LinAlgError, Solve
+from ..function.linalg import _lu_info
 from ..tensor import Tensor, _as_tensor
-from .checks import LinAlgError, _info_tensor, _lu_info, _square
-from .common import _mT, _register
-from .lu import lu_factor_ex, lu_solve
 
 linalg_solve_ex = namedtuple("linalg_solve_ex", ["result", "info"])
 _register(linalg_solve_ex)
-
-
-class Solve(Function):
-    saves_out = True
-
-    def forward(self, A, b):
-        try:
-            out = B.solve(A, b)
-        except B.LinAlgError:
-            raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
-                              "singular.") from None
-        self.saved = (A, out)
-        return out
-
-    def backward(self, g):
-        A, X = self.saved
-        # A X = b: gb = A^-T g, gA = -gb X^T
-        gb = solve(_mT(A), g) if isinstance(A, Tensor) else B.solve(_mT(A), g)
-        gA = B.negative(B.matmul(gb, _mT(X))) if self.needs(0) else None
-        return gA, (gb if self.needs(1) else None)
-
-
-def _solve_any(A: Any, b: Any) -> Any:
-    return solve(A, b) if isinstance(A, Tensor) or isinstance(b, Tensor) else B.solve(A, b)
 
 
 def solve(A: Tensor, B_: Tensor, *, left: builtins.bool = True) -> Tensor:
