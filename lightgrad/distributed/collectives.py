@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from .launch import launch_command
 
 _SPIN_S = 1.0  # seconds a wait polls without sleeping
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
@@ -231,7 +232,6 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     world = MPI.COMM_WORLD
     n, r = world.Get_size(), world.Get_rank()
     if world_size not in (-1, None) and world_size != n:
-        from .launch import launch_command
         raise ValueError(f"init_process_group got world_size={world_size} but the MPI job has {n} processes "
                          f"(launch it with: {' '.join(launch_command(world_size))} script.py)")
     if rank not in (-1, None) and rank != r:
@@ -239,7 +239,6 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     env_n = os.environ.get("WORLD_SIZE", "")
     if n == 1 and env_n.isdigit() and int(env_n) > 1:
         # started by torchrun or similar: each process would silently train alone
-        from .launch import launch_command
         raise RuntimeError(f"WORLD_SIZE={env_n} is set but this process is not part of an MPI job; lightgrad "
                            f"runs over MPI: launch with python -m lightgrad.distributed -n {env_n} script.py "
                            f"(or {' '.join(launch_command(int(env_n)))} script.py)")
