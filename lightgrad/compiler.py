@@ -30,16 +30,27 @@ import gc
 import re
 import sys
 import threading
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from . import _generator
 from . import backend as B
 from . import memory as M
+from ._ops import creation as _creation
+from ._ops import random as _tensor_random
+from .autograd import differentiate as _differentiate
 from .function import Function, SliceGrad
+from .nn import init as _init
+from .nn.functional import activation as _activation
+from .nn.functional import attention as _attention
+from .nn.functional import dropouts as _dropouts
+from .nn.functional import pooling as _pooling
+from .nn.module import Module as _Module  # (underscored: lightgrad.compiler's public names stay its own)
+from .optim.lr_scheduler import LRScheduler as _LRScheduler
+from .optim.optimizer import Optimizer as _Optimizer
 from .tensor import Tensor
 
 # the modules themselves (the package exports functions named ``tensor`` and the like)
@@ -47,10 +58,80 @@ E = sys.modules[__package__ + ".engine"]
 R = sys.modules[__package__ + ".random"]
 T = sys.modules[__package__ + ".tensor"]
 
+# The real array namespace and error settings, for the compiler's own array work. Everyone else
+# looks ``B.xp`` up at call time; the compiler may not, because it is what swaps ``B.xp`` (and
+# ``B.errstate``) for recording stand-ins while a step is traced, and its own calls then (a leaf's
+# gradient home, the value of a tensor made in the step) must not be recorded as the step's.
+_xp = B.xp
+_errstate = B.errstate
+
 # backend functions that only compute metadata or configure: not recorded
 _METADATA = {"errstate", "broadcast_shape", "result_type", "can_cast", "set_num_threads", "get_num_threads",
              "parallel", "concurrently"}
 _lock = threading.Lock()  # one trace at a time: tracing patches classes and modules
+
+_Maker = Callable[["_Tracer", Any, str, Any], Any]  # (tracer, holder, name, original) -> the stand-in
+
+
+# ---- what a trace replaces ------------------------------------------------------------------------
+
+# Tensor methods that read values or change the graph: a step that calls one runs eagerly
+_VALUE_READS = ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__",
+                "retain_grad", "register_hook")
+
+
+def _patch_points() -> list[tuple[tuple[Any, ...], tuple[str, ...], _Maker]]:
+    """Every attribute a trace replaces: (holders, names, maker) rows, applied in order by
+    ``_install`` (each named attribute of each holder that has it becomes ``maker(tracer, holder,
+    name, original)``) and undone in reverse when the trace ends. A function that callers look up
+    through its module at call time (``B.exp``, ``E._accumulate``) is replaced there alone; one that
+    modules bind at import (``from ..random import _gen``) in each module that holds it, listed here
+    (tests/test_compile.py checks the lists against every module of lightgrad that holds it). Read
+    at each trace: classes gain subclasses (a user's optimizer)."""
+    return [
+        # a primitive's call: its forward and backward recorded as the backend calls they make (each
+        # class's forward and backward are replaced on its first call, see _trace_apply)
+        ((Function,), ("apply",), _trace_apply),
+        # the engine's array work between primitives: sums of broadcast gradients, the implicit
+        # gradient of a scalar, sums of a value's gradients, accumulation into leaves
+        ((E,), ("unbroadcast",), _recorder("")),
+        ((E,), ("_seed_grad",), _trace_seed),
+        ((E,), ("_add_grad",), _trace_add_grad),
+        ((E,), ("_accumulate",), _trace_accumulate),
+        ((SliceGrad,), ("dense",), _recorder("SliceGrad.")),
+        # backward passes a replay cannot repeat (autograd.grad, create_graph, retain_graph) are
+        # refused: Tensor.backward reaches the engine through tensor, autograd's functions through
+        # their own module (both bind run_backward at import)
+        ((T, _differentiate), ("run_backward",), _check_backward),
+        # composite code's array work: the backend's named functions, its error settings and its
+        # array namespace (``B.xp.name``), all looked up through the backend at call time
+        ((B,), _backend_functions(), _recorder("backend.")),
+        ((B,), ("errstate",), _trace_errstate),
+        ((B,), ("xp",), _trace_xp),
+        # tensors made in the step (zeros, arange, tensor([...])); _new is defined in _ops.creation
+        # (whose creation functions call it there), tensor and random bind it at import
+        ((_creation, T, R), ("_new",), _trace_new),
+        ((Tensor,), ("grad",), _trace_grad),
+        # what a replay cannot repeat: reading values, changing the graph, drawing random numbers
+        # (``_gen`` is defined in _generator; the samplers bind it at import)
+        ((Tensor,), _VALUE_READS, _refuser("Tensor.{}() (reads values or changes the graph)")),
+        ((_generator, R, _tensor_random, _activation, _attention, _dropouts, _pooling, _init), ("_gen",),
+         _refuser("random numbers drawn in the step (dropout, rand, randn)")),
+        # optimizer and scheduler steps: replayed as live calls (they read Python state such as the
+        # step count and the learning rate), in every class that defines one
+        (_defining(_Optimizer, "step"), ("step",), _live),
+        (_defining(_Optimizer, "zero_grad"), ("zero_grad",), _live),
+        (_defining(_Module, "zero_grad"), ("zero_grad",), _live),
+        (_defining(_LRScheduler, "step"), ("step",), _live),
+    ]
+
+
+def _install(tr: _Tracer) -> None:
+    for holders, names, make in _patch_points():
+        for holder in holders:
+            for name in names:
+                if hasattr(holder, name):  # (a Tensor without __index__, say)
+                    tr.patches.set(holder, name, make(tr, holder, name, getattr(holder, name)))
 
 
 class _Unsupported(Exception):
@@ -66,7 +147,7 @@ def _flatten(obj: Any, out: list[Tensor]) -> Any:
         return (type(obj).__name__, tuple(_flatten(o, out) for o in obj))
     if isinstance(obj, dict):
         return ("dict", tuple((k, _flatten(v, out)) for k, v in obj.items()))
-    if isinstance(obj, np.ndarray):
+    if isinstance(obj, B.ndarray):
         raise TypeError("compile: pass arrays as Tensors (lightgrad.from_numpy(a)), got a NumPy array")
     hash(obj)  # other arguments are part of the signature: they must be hashable values
     return ("V", obj)
@@ -79,11 +160,12 @@ class _Tracer:
 
     def __init__(self, inputs: list[Tensor]) -> None:
         self.thread = threading.get_ident()
+        self.patches = _Patches()  # what the trace replaced (see _patch_points), undone when it ends
         self.depth = 0  # > 0 inside a recorded call: what it does inside is not recorded again
         self.reason: str | None = None
         self.vals: dict[int, str] = {}  # id(array or gradient object) -> value name
         self.keep: list[Any] = []  # keeps traced objects alive, so their ids stay unique
-        self.ns: dict[str, Any] = {"_asarray": np.asarray}
+        self.ns: dict[str, Any] = {"_asarray": _xp.asarray}
         self.lines: list[Any] = []
         self.sink = self.lines  # where recorded lines go: the step's, or a primitive's inner record
         self.node: _Node | None = None  # the primitive whose forward or backward is being recorded
@@ -152,11 +234,11 @@ class _Tracer:
                 self.ext_tensors[id(x)] = name
                 self.prologue.append(f"{name} = {tname}._data")
             return name
-        if isinstance(x, np.ndarray | SliceGrad):
+        if isinstance(x, B.ndarray | SliceGrad):
             name = self.vals.get(id(x))
             if name is not None:
                 return name
-            if id(x) not in self.before and not (isinstance(x, np.ndarray) and not x.flags.writeable):
+            if id(x) not in self.before and not (isinstance(x, B.ndarray) and not x.flags.writeable):
                 self.fail(f"{who} reads an array made outside lightgrad's recorded ops")
             return self.const(x)  # read-only constants (the engine's seed ones) and raw external arrays
         if isinstance(x, list | tuple):
@@ -175,7 +257,7 @@ class _Tracer:
         ``reuse``, an array that already has a name keeps it."""
         if isinstance(result, tuple):
             return "(" + "".join(self.out(r, reuse) + ", " for r in result) + ")"
-        if isinstance(result, np.ndarray | SliceGrad):
+        if isinstance(result, B.ndarray | SliceGrad):
             name = self.vals.get(id(result)) if reuse else None
             return name or self.value(result)
         return "_"
@@ -194,7 +276,6 @@ class _Tracer:
 
 def _where() -> str:
     """Where the step was when tracing stopped: its own innermost line, and lightgrad's."""
-    import traceback
     here = __file__.rsplit("/", 1)[0]
     user = ours = None
     for fr in reversed(traceback.extract_stack()[:-2]):
@@ -244,9 +325,9 @@ def _recorded(tr: _Tracer, fn: Any, name: str) -> Any:
         if not tr.active():
             return fn(*args, **kw)
         r = tr.inside(fn, *args, **kw)
-        wrap = isinstance(r, np.generic)
+        wrap = isinstance(r, _xp.generic)
         if wrap:
-            r = np.asarray(r)
+            r = _xp.asarray(r)
         lower = getattr(fn, "raw", None)
         line = _Call(fn, tr.const(fn), [tr.ref(a, name) for a in args], {k: tr.ref(v, name) for k, v in kw.items()},
                      wrap, lower and lower(*args, **kw))
@@ -264,7 +345,7 @@ def _results(tr: _Tracer, rec: _Node, part: list[Any], result: Any, first: int) 
     input handed back as it is); an array with no name at all leaves only the node's own call."""
     if isinstance(result, tuple):
         return "(" + "".join(_results(tr, rec, part, r, first) + ", " for r in result) + ")"
-    if not isinstance(result, np.ndarray | SliceGrad):
+    if not isinstance(result, B.ndarray | SliceGrad):
         return "_"
     name = tr.vals.get(id(result))
     if name is not None and int(name[1:]) > first:
@@ -308,16 +389,17 @@ def _recorded_backward(tr: _Tracer, fn: Any) -> Any:
 
 
 # NumPy keeps its floating-point error settings in a context variable: a replay sets and resets
-# it directly (0.2 us against 1.9 for np.errstate). Settings a replayed op did not name are then
+# it directly (0.2 us against 1.9 for an errstate block). Settings a replayed op did not name are then
 # those of the tracing call.
-_ERRVAR = getattr(getattr(getattr(np, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
+_ERRVAR = getattr(getattr(getattr(_xp, "_core", None), "_ufunc_config", None), "_extobj_contextvar", None)
 
 
 class _Errstate:
-    """``np.errstate`` as traced code sees it: entering and leaving are recorded as lines too."""
+    """``B.errstate`` (and ``B.xp.errstate``) as traced code sees it: entering and leaving are
+    recorded as lines too."""
 
     def __init__(self, tr: _Tracer, **kw: Any) -> None:
-        self.tr, self.kw, self.cm, self.name = tr, kw, np.errstate(**kw), ""
+        self.tr, self.kw, self.cm, self.name = tr, kw, _errstate(**kw), ""
 
     def __enter__(self) -> None:
         self.cm.__enter__()
@@ -328,7 +410,7 @@ class _Errstate:
             if _ERRVAR is not None:
                 tr.emit(f"{name} = {tr.const(_ERRVAR.set)}({tr.const(_ERRVAR.get())})")
             else:
-                tr.emit(f"{name} = {tr.const(functools.partial(np.errstate, **self.kw))}(); {name}.__enter__()")
+                tr.emit(f"{name} = {tr.const(functools.partial(_errstate, **self.kw))}(); {name}.__enter__()")
 
     def __exit__(self, *exc: Any) -> Any:
         if self.name and self.tr.active():
@@ -340,7 +422,7 @@ class _Errstate:
 class _UfuncProxy:
     """A ufunc whose calls and ``reduce``/``accumulate`` calls are recorded."""
 
-    def __init__(self, tr: _Tracer, f: np.ufunc) -> None:
+    def __init__(self, tr: _Tracer, f: Any) -> None:
         self._f = f
         self._call = _recorded(tr, f, f"numpy.{f.__name__}")
         for m in ("reduce", "accumulate", "reduceat", "outer"):
@@ -354,8 +436,9 @@ class _UfuncProxy:
 
 
 class _NumPy:
-    """NumPy as composite code sees it during a trace: its functions and ufuncs record a line
-    when called from the step itself; types, constants and submodules are NumPy's own."""
+    """The array namespace as composite code sees it during a trace (``B.xp``): its functions and
+    ufuncs record a line when called from the step itself; types, constants and submodules are the
+    namespace's own."""
 
     def __init__(self, tr: _Tracer) -> None:
         self._tr = tr
@@ -365,10 +448,10 @@ class _NumPy:
         got = self._cache.get(name)
         if got is not None:
             return got
-        obj = getattr(np, name)
+        obj = getattr(_xp, name)
         if name == "errstate":
             got = functools.partial(_Errstate, self._tr)
-        elif isinstance(obj, np.ufunc):
+        elif isinstance(obj, _xp.ufunc):
             got = _UfuncProxy(self._tr, obj)
         elif callable(obj) and not isinstance(obj, type) and name not in _NP_METADATA:
             got = _recorded(self._tr, obj, f"numpy.{name}")
@@ -417,17 +500,43 @@ def _ghost(p: Any) -> Any:
     requires_grad from their parents, and the traced graph's arrays can then be freed."""
     if not isinstance(p, Tensor):
         return p
-    g = Tensor._make(np.broadcast_to(np.empty((), p._data.dtype), p._data.shape))
+    g = Tensor._make(_xp.broadcast_to(_xp.empty((), p._data.dtype), p._data.shape))
     g.requires_grad = p.requires_grad
     return g
 
 
-def _install(tr: _Tracer, patches: _Patches) -> None:
-    from .nn.module import Module
-    from .optim.lr_scheduler import LRScheduler
-    from .optim.optimizer import Optimizer
+def _defining(base: type, meth: str) -> tuple[type, ...]:
+    """``base`` and its subclasses that define ``meth`` themselves."""
+    return tuple(c for c in _subclasses(base) if meth in vars(c))
 
-    orig_apply = Function.apply.__func__  # type: ignore[attr-defined]
+
+def _backend_functions() -> tuple[str, ...]:
+    """The backend's public functions that compute on arrays."""
+    return tuple(name for name, fn in vars(B).items() if callable(fn) and not isinstance(fn, type)
+                 and not name.startswith("_") and name not in _METADATA)
+
+
+# ---- the stand-ins a trace installs (see _patch_points) ---------------------------------------------
+
+def _recorder(prefix: str) -> _Maker:
+    """A backend or engine function whose calls from composite code become lines."""
+    return lambda tr, holder, name, fn: _recorded(tr, fn, prefix + name)
+
+
+def _refuser(what: str) -> _Maker:
+    """A function whose call in the step makes the step run eagerly (``what``: why, ``{}`` its name)."""
+    def make(tr: _Tracer, holder: Any, name: str, fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kw: Any) -> Any:
+            if tr.active():
+                tr.fail(what.format(name))
+            return fn(*args, **kw)
+        return wrapper
+    return make
+
+
+def _trace_apply(tr: _Tracer, holder: Any, name: str, bound: Any) -> Any:
+    orig_apply = bound.__func__
     patched: set[type] = set()
 
     def apply(cls: Any, *args: Any, **kw: Any) -> Any:
@@ -435,8 +544,8 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
             return orig_apply(cls, *args, **kw)
         if cls not in patched:
             patched.add(cls)
-            patches.set(cls, "forward", _recorded_forward(tr, cls.forward))
-            patches.set(cls, "backward", _recorded_backward(tr, cls.backward))
+            tr.patches.set(cls, "forward", _recorded_forward(tr, cls.forward))
+            tr.patches.set(cls, "backward", _recorded_backward(tr, cls.backward))
         for a in (*args, *kw.values()):
             if isinstance(a, Tensor):
                 tr.ref(a, cls.__name__)  # named before the forward runs, so its inner record reads them live
@@ -463,132 +572,100 @@ def _install(tr: _Tracer, patches: _Patches) -> None:
         tr.emit(("fwd", rec))
         return t
 
-    patches.set(Function, "apply", classmethod(apply))
-    patches.set(E, "unbroadcast", _recorded(tr, E.unbroadcast, "unbroadcast"))
-    orig_seed = E._seed_grad
+    return classmethod(apply)
 
+
+def _trace_seed(tr: _Tracer, holder: Any, name: str, orig_seed: Any) -> Any:
     def seed(t: Tensor, g: Any) -> Any:
         if not tr.active() or g is not None:
             return orig_seed(t, g)
         r = tr.inside(orig_seed, t, g)
         tr.vals[id(r)] = tr.const(r)  # the implicit gradient of a scalar: a read-only one
         return r
+    return seed
 
-    patches.set(E, "_seed_grad", seed)
-    add_fresh = _recorded(tr, _add_grad_fresh, "gradient sum")
-    orig_add = E._add_grad
+
+def _trace_add_grad(tr: _Tracer, holder: Any, name: str, orig_add: Any) -> Any:
     # the sums' in-place fast path keys on ids, which a replay cannot carry over: replayed sums
     # start from an empty set of owned arrays (same values, one more buffer)
-    patches.set(E, "_add_grad", lambda prev, pg, owned: add_fresh(prev, pg) if tr.active()
-                else orig_add(prev, pg, owned))
+    add_fresh = _recorded(tr, _add_grad_fresh, "gradient sum")
+    return lambda prev, pg, owned: add_fresh(prev, pg) if tr.active() else orig_add(prev, pg, owned)
 
-    orig_accumulate = E._accumulate
 
+def _trace_accumulate(tr: _Tracer, holder: Any, name: str, orig_accumulate: Any) -> Any:
     def accumulate(t: Tensor, g: Any, create_graph: bool, steal: bool = False) -> None:
         if not tr.active():
             return orig_accumulate(t, g, create_graph, steal)
         if t._grad_buf is None and t._mem is None and t.grad is None:
             # a fixed home for this leaf's gradient, as an optimizer's flat buffer gives: replayed
             # steps then write gradients there instead of allocating one per step
-            t._grad_buf = np.empty_like(t._data)
+            t._grad_buf = _xp.empty_like(t._data)
         tr.inside(orig_accumulate, t, g, create_graph)
         acc = _Acc(t, tr.const(t), tr.ref(g, "gradient accumulation"), tr.const(_accumulate_into))
         acc.target = tr.value(t.grad._data)  # type: ignore[union-attr]
         tr.emit(acc)
         return None
+    return accumulate
 
-    patches.set(E, "_accumulate", accumulate)
 
-    orig_run = T.run_backward
-
+def _check_backward(tr: _Tracer, holder: Any, name: str, orig_run: Any) -> Any:
     def run_backward(outputs: list[Tensor], grad_outputs: list[Any], retain_graph: bool = False,
                      create_graph: bool = False, inputs: Any = None, accumulate_only: Any = None) -> Any:
         if tr.active():
             if inputs is not None or create_graph or retain_graph or accumulate_only is not None or len(outputs) != 1:
                 tr.fail("autograd.grad, create_graph, retain_graph, backward(inputs=) or several outputs")
         return orig_run(outputs, grad_outputs, retain_graph, create_graph, inputs, accumulate_only)
+    return run_backward
 
-    patches.set(T, "run_backward", run_backward)
-    patches.set(SliceGrad, "dense", _recorded(tr, SliceGrad.dense, "SliceGrad.dense"))
-    patches.set(B, "errstate", functools.partial(_Errstate, tr))
 
-    # backend calls made by composite code (in-place updates, casts, creation helpers)
-    for name, fn in list(vars(B).items()):
-        if callable(fn) and not isinstance(fn, type) and not name.startswith("_") and name not in _METADATA:
-            patches.set(B, name, _recorded(tr, fn, f"backend.{name}"))
-    # NumPy calls made by composite code outside the backend (non-differentiable reductions,
-    # comparisons, constants): every module of ours sees a recording NumPy during the trace
-    proxy = _NumPy(tr)
-    patches.set(B, "xp", proxy)  # the array namespace as code outside the backend reaches it (B.xp.name)
-    for name, mod in list(sys.modules.items()):
-        if (name.startswith(__package__ + ".") and name != __name__ and name != B.__name__
-                and not name.startswith(B.__name__ + ".") and getattr(mod, "np", None) is np):
-            patches.set(mod, "np", proxy)
+def _trace_errstate(tr: _Tracer, holder: Any, name: str, orig: Any) -> Any:
+    return functools.partial(_Errstate, tr)
 
-    orig_new = T._new
 
-    def new(arr: np.ndarray, requires_grad: bool, heap: bool = False) -> Tensor:
+def _trace_xp(tr: _Tracer, holder: Any, name: str, orig: Any) -> Any:
+    return _NumPy(tr)
+
+
+def _trace_new(tr: _Tracer, holder: Any, name: str, orig_new: Any) -> Any:
+    def new(arr: B.ndarray, requires_grad: bool, heap: bool = False) -> Tensor:
         t = orig_new(arr, requires_grad, heap)
         if tr.active() and heap:
             tr.fail("tensor()/as_tensor()/from_numpy() in the step (pass data in as arguments)")
         elif tr.active():
             # a tensor made in the step (zeros, arange, tensor([...])): replayed as a copy of its
             # value then, so in-place updates of it in the step start from the same value each time
-            snap = np.array(t._data, copy=True)
+            snap = _xp.array(t._data, copy=True)
             snap.flags.writeable = False
             tr.emit(f"{tr.value(t._data)} = copy({tr.const(snap)})")
         return t
+    return new
 
-    for name, mod in list(sys.modules.items()):  # every module of ours that holds it (_ops.creation, tensor)
-        if name.startswith(__package__ + ".") and getattr(mod, "_new", None) is orig_new:
-            patches.set(mod, "_new", new)
 
-    slot = vars(Tensor)["grad"]
-
+def _trace_grad(tr: _Tracer, holder: Any, name: str, slot: Any) -> Any:
     def set_grad(t: Tensor, value: Any) -> None:
         if tr.active():
             if value is not None:
                 tr.fail("assigning a tensor to .grad in the step")
             tr.emit(f"{tr.const(t)}.grad = None")  # set_to_none by hand: replayed
         slot.__set__(t, value)
+    return property(slot.__get__, set_grad)
 
-    patches.set(Tensor, "grad", property(slot.__get__, set_grad))
 
-    def refuse(what: str, fn: Any) -> Any:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kw: Any) -> Any:
-            if tr.active():
-                tr.fail(what)
-            return fn(*args, **kw)
-        return wrapper
+def _live(tr: _Tracer, cls: Any, meth: str, fn: Any) -> Any:
+    """A method that a replay calls as it is (optimizer and scheduler steps)."""
+    what = f"{cls.__name__}.{meth}"
 
-    for name in ("item", "tolist", "numpy", "__array__", "__bool__", "__float__", "__int__", "__index__",
-                 "retain_grad", "register_hook"):
-        if hasattr(Tensor, name):
-            patches.set(Tensor, name, refuse(f"Tensor.{name}() (reads values or changes the graph)", getattr(Tensor, name)))
-    orig_gen = R._gen
-    gen = refuse("random numbers drawn in the step (dropout, rand, randn)", orig_gen)
-    for name, mod in list(sys.modules.items()):  # every module of ours that imported the accessor
-        if name.startswith(__package__ + ".") and getattr(mod, "_gen", None) is orig_gen:
-            patches.set(mod, "_gen", gen)
-
-    def live(fn: Any, what: str) -> Any:
-        @functools.wraps(fn)
-        def wrapper(self: Any, *args: Any, **kw: Any) -> Any:
-            if not tr.active():
-                return fn(self, *args, **kw)
-            if any(isinstance(a, Tensor) or callable(a) for a in (*args, *kw.values())):
-                tr.fail(f"{what} with a tensor or closure argument")
-            try:
-                return tr.inside(fn, self, *args, **kw)
-            finally:
-                tr.emit(f"{tr.const(functools.partial(fn, self, *args, **kw))}()")
-        return wrapper
-
-    for base, meth in ((Optimizer, "step"), (Optimizer, "zero_grad"), (Module, "zero_grad"), (LRScheduler, "step")):
-        for cls in _subclasses(base):
-            if meth in vars(cls):
-                patches.set(cls, meth, live(vars(cls)[meth], f"{cls.__name__}.{meth}"))
+    @functools.wraps(fn)
+    def wrapper(self: Any, *args: Any, **kw: Any) -> Any:
+        if not tr.active():
+            return fn(self, *args, **kw)
+        if any(isinstance(a, Tensor) or callable(a) for a in (*args, *kw.values())):
+            tr.fail(f"{what} with a tensor or closure argument")
+        try:
+            return tr.inside(fn, self, *args, **kw)
+        finally:
+            tr.emit(f"{tr.const(functools.partial(fn, self, *args, **kw))}()")
+    return wrapper
 
 
 def _add_grad_fresh(prev: Any, pg: Any) -> Any:
@@ -607,7 +684,7 @@ class _Acc:
         return f"{self.target} = {self.fname}({self.tname}, {self.g})"
 
 
-def _accumulate_into(t: Tensor, g: Any) -> np.ndarray:
+def _accumulate_into(t: Tensor, g: Any) -> B.ndarray:
     if g is t._grad_buf and t.grad is None:  # computed straight into the leaf's gradient home (_lower)
         grad = t.grad = Tensor._make(g)
         grad._mem = t._mem
@@ -626,7 +703,7 @@ class _Measure(M.Arena):
         super().__init__(64, name="compile-measure")
         M._arenas.pop()  # a passing tool, not listed by memory.stats()
         self.sizes: list[int] = []
-        self.shapes: list[tuple[tuple[int, ...], np.dtype]] = []
+        self.shapes: list[tuple[tuple[int, ...], B.xp.dtype]] = []
         self.death: dict[int, int] = {}
         self.line = -1
         self.line_of: list[int] = []  # the replay line that made each buffer
@@ -634,8 +711,8 @@ class _Measure(M.Arena):
     def at(self, line: int) -> None:
         self.line = line
 
-    def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
-        a = np.empty(shape, dt)
+    def empty(self, shape: tuple[int, ...], dt: Any) -> B.ndarray:
+        a = _xp.empty(shape, dt)
         i = len(self.sizes)
         self.sizes.append(a.nbytes)
         self.line_of.append(self.line)
@@ -654,7 +731,7 @@ class _Planned(M.Arena):
     own calls whose allocations depend on values, as cross-entropy's ignored targets) is served
     by the heap, so that it never takes memory another value may still hold."""
 
-    def __init__(self, shapes: list[tuple[tuple[int, ...], np.dtype]], sizes: list[int], offsets: list[int],
+    def __init__(self, shapes: list[tuple[tuple[int, ...], B.xp.dtype]], sizes: list[int], offsets: list[int],
                  top: int) -> None:
         super().__init__(max(top, 64), name="compile")
         buf = self._blocks[0]
@@ -662,14 +739,14 @@ class _Planned(M.Arena):
         self.i = self.cap = 0
         self.peak = top
 
-    def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:
+    def empty(self, shape: tuple[int, ...], dt: Any) -> B.ndarray:
         i = self.i
         self.i = i + 1
         if i < self.cap:
             v = self.views[i]
             if v.shape == tuple(shape) and v.dtype == dt:
                 return v
-        return np.empty(shape, dt)
+        return _xp.empty(shape, dt)
 
     def reset(self) -> None:
         super().reset()
@@ -724,13 +801,13 @@ def _define(args: list[str], lines: list[str], ret: str, ns: dict[str, Any]) -> 
 _VIEWS = {B.reshape, B.transpose, B.expand}  # backend calls that make views: of a planned buffer, made once
 
 
-def _operand(expr: str, ns: dict[str, Any], dt: np.dtype, const: Callable[[Any], str]) -> str:
+def _operand(expr: str, ns: dict[str, Any], dt: B.xp.dtype, const: Callable[[Any], str]) -> str:
     """A number operand of a lowered call as a 0-d array (NumPy converts a Python number on every
     call: 0.6 us against 0.27): of the float result's dtype, which is what NumPy rounds a Python
     number to against it, or of a NumPy scalar's own dtype."""
     v = ns.get(expr, ns)
-    if type(v) in (int, float) and dt.kind == "f" or isinstance(v, np.generic):
-        a = np.array(v, dt if type(v) in (int, float) else None)
+    if type(v) in (int, float) and dt.kind == "f" or isinstance(v, _xp.generic):
+        a = _xp.array(v, dt if type(v) in (int, float) else None)
         a.flags.writeable = False
         return const(a)
     return expr
@@ -746,7 +823,7 @@ def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Plan
     made: dict[int, list[int]] = {}
     for i, k in enumerate(line_of):
         made.setdefault(k, []).append(i)
-    fixed: dict[str, np.ndarray] = {}  # value name -> its array: in the plan's block, or a constant
+    fixed: dict[str, B.ndarray] = {}  # value name -> its array: in the plan's block, or a constant
     out = []
     # a gradient used only to be accumulated into a leaf that gets no other gradient is computed
     # straight into the leaf's gradient home when the leaf has no gradient yet (as PyTorch steals it)
@@ -758,7 +835,7 @@ def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Plan
         if isinstance(line, _Acc):
             leaves[id(line.t)] = leaves.get(id(line.t), 0) + 1
     home = {line.g: line for line in lines if isinstance(line, _Acc) and uses.get(line.g) == 2
-            and leaves[id(line.t)] == 1 and isinstance(line.t._grad_buf, np.ndarray)}
+            and leaves[id(line.t)] == 1 and isinstance(line.t._grad_buf, B.ndarray)}
 
     def const(obj: Any) -> str:
         name = f"k{len(ns)}"
@@ -778,9 +855,9 @@ def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Plan
                 if len(raw) == 3:  # into a fresh buffer
                     view = plan.views[bufs[0]]
                     vals = [ns[a] if a in ns else None for a in args]
-                    if all(isinstance(v, int | float) or isinstance(v, np.ndarray) and not v.flags.writeable
+                    if all(isinstance(v, int | float) or isinstance(v, B.ndarray) and not v.flags.writeable
                            for v in vals):  # of read-only constants alone (the seed gradient): once
-                        folded = fn(*vals, **kw, out=np.empty_like(view))
+                        folded = fn(*vals, **kw, out=_xp.empty_like(view))
                         folded.flags.writeable = False
                         fixed[line.target] = folded
                         out.append(f"{line.target} = {const(folded)}")
@@ -807,7 +884,7 @@ def _lower(lines: list[Any], ns: dict[str, Any], line_of: list[int], plan: _Plan
                     pass
                 else:
                     view = line.fn(*args)
-                    if isinstance(view, np.ndarray) and np.may_share_memory(view, args[0]):
+                    if isinstance(view, B.ndarray) and _xp.may_share_memory(view, args[0]):
                         fixed[line.target] = view
                         out.append(f"{line.target} = {const(view)}")
                         continue
@@ -856,12 +933,11 @@ class Compiled:
     def _trace(self, sig: Any, inputs: list[Tensor], args: Any, kw: Any) -> Any:
         with _lock:
             tr = _Tracer(inputs)
-            patches = _Patches()
-            _install(tr, patches)
             try:
+                _install(tr)
                 result = self.fn(*args, **kw)
             finally:
-                patches.restore()
+                tr.patches.restore()
         if tr.reason is None:
             try:
                 self.programs[sig] = _generate(tr, result)
@@ -960,7 +1036,6 @@ def compile(fn: Callable[..., Any] | None = None, **options: Any) -> Any:  # noq
         return lambda f: compile(f, **options)
     if isinstance(fn, Compiled):
         return fn
-    from .nn.module import Module
-    if isinstance(fn, Module):
+    if isinstance(fn, _Module):
         return fn  # a module's forward alone is not a step (no backward or update): run eagerly
     return Compiled(fn)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import sys
 import warnings
 from collections.abc import Callable
@@ -350,3 +352,33 @@ def test_gradients_computed_into_the_leaf_gradient_home_accumulate_as_eager(zero
         assert eager(x).item() == compiled(x).item()
         for p, q in zip([*a1.parameters(), *b1.parameters()], [*a2.parameters(), *b2.parameters()]):
             np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+
+
+def test_autograd_grad_falls_back_to_eager_with_its_reason() -> None:
+    w = lg.ones(3, requires_grad=True)
+
+    def step(x: Any) -> Any:
+        (g,) = lg.autograd.grad((x * w * w).sum(), [w])
+        return g
+
+    compiled = lg.compile(step)
+    with pytest.warns(UserWarning, match="autograd.grad"):
+        compiled(lg.ones(3))
+    np.testing.assert_array_equal(compiled(lg.full((3,), 2.0)).numpy(), [4.0, 4.0, 4.0])
+
+
+@pytest.mark.parametrize("name, defined_in", [("_new", "lightgrad._ops.creation"), ("_gen", "lightgrad._generator"),
+                                              ("run_backward", "lightgrad.engine")])
+def test_the_trace_replaces_a_function_in_every_module_that_imported_it(name: str, defined_in: str) -> None:
+    """A function that modules bind at import (``from ..random import _gen``) is replaced while a
+    step is traced in the modules the compiler's table lists: exactly those that hold it (its own
+    module counts when its callers there look it up at call time)."""
+    compiler = importlib.import_module("lightgrad.compiler")
+    for info in pkgutil.walk_packages(lg.__path__, "lightgrad."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+    fn = getattr(sys.modules[defined_in], name)
+    holders = {m for m, mod in list(sys.modules.items()) if m.startswith("lightgrad.") and getattr(mod, name, None) is fn}
+    listed = {h.__name__ for hs, names, _ in compiler._patch_points() if name in names for h in hs}
+    assert holders - {defined_in} <= listed, f"not replaced while tracing: {sorted(holders - {defined_in} - listed)}"
+    assert listed <= holders, f"listed but not holding {name}: {sorted(listed - holders)}"
