@@ -14,10 +14,12 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from . import _numpy_dispatch as N
 from . import _refcount as R
 from . import backend as B
 from . import dtypes as D
 from . import engine as E
+from . import function as F
 from ._ops import bind as _bind_ops
 from ._ops.common import (_PY_NUMBERS, _SCALAR_TYPE, Number, _as_tensor, _binary, _bump, _check_broadcast,
                           _check_divisor, _dim, _promote, _raw)
@@ -315,12 +317,10 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return a.copy() if copy else a
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Any:
-        from ._numpy_dispatch import array_ufunc  # (here: that module builds on Tensor, imported from this one)
-        return array_ufunc(ufunc, method, inputs, kw)
+        return N.array_ufunc(ufunc, method, inputs, kw)  # (user code: see _numpy_dispatch)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        from ._numpy_dispatch import array_function
-        return array_function(func, args, kwargs)
+        return N.array_function(func, args, kwargs)
 
     def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
         return self._data.__dlpack__(*args, **kwargs)
@@ -856,12 +856,12 @@ def _lendable(x: Tensor, a: B.ndarray) -> builtins.bool:
 # Tensor's methods call the primitives and the primitives make Tensors. Now that Tensor exists, the
 # primitives (lightgrad.function, which imports nothing above the backend) get it by F.bind; the _ops
 # modules, Tensor's bases and so loaded before it, get Tensor and the primitives as globals (see
-# _ops/__init__.py).
-from . import function as F  # noqa: E402
-
+# _ops/__init__.py); the backend's functions send Tensors (create_graph) to the differentiable ops of
+# _numpy_dispatch's table, registered by N.bind.
 E.Tensor = Tensor  # type: ignore[misc]  # the engine (imported above: it imports no Tensor) makes and checks Tensors
 F.bind(Tensor)
 _bind_ops(Tensor, F)
+N.bind(Tensor)
 
 # how a view made by reshape records its base when no grad_fn leads there (_viewed)
 _RESHAPED = F.Reshape()

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+import test_ops
 from helpers import needs_torch, torch
 
 import lightgrad as lg
 from lightgrad import backend as B
+from lightgrad.grad_mode import _recording
 
 RNG = np.random.default_rng(0)
 
@@ -234,6 +236,53 @@ def test_backward_formula_that_cannot_record_raises_instead_of_a_constant() -> N
     np.testing.assert_allclose(g.numpy(), np.cos([0.5, 1.0]))
     with pytest.raises(RuntimeError, match="cannot be differentiated again"):
         lg.autograd.grad(Frozen.apply(x).sum(), x, create_graph=True)
+
+
+def test_second_derivatives_record_through_the_backend_not_numpys_protocol(monkeypatch) -> None:
+    """Backward formulas build their graph by the backend's named functions (backend.graph), never
+    by NumPy's dispatch protocol: the whole second-derivative table passes with the protocol
+    failing the test whenever it is entered inside a recording backward."""
+    def guard(method: Any) -> Any:
+        def entered(self: Any, *args: Any, **kw: Any) -> Any:
+            if _recording.get() is not None:  # (an AssertionError: the table accepts RuntimeErrors as refusals)
+                raise AssertionError(f"NumPy's protocol entered in the backward of {_recording.get().name()}")
+            return method(self, *args, **kw)
+        return entered
+
+    monkeypatch.setattr(lg.Tensor, "__array_ufunc__", guard(lg.Tensor.__array_ufunc__))
+    monkeypatch.setattr(lg.Tensor, "__array_function__", guard(lg.Tensor.__array_function__))
+    for name, fn, shapes, opts in test_ops.OPS:
+        test_ops.test_second_derivative_finite_differences_or_raises(name, fn, shapes, opts)
+
+
+def test_a_formula_that_cannot_record_raises_naming_its_node() -> None:
+    """Under create_graph a formula calling NumPy on a Tensor, or a backend function with no
+    differentiable op, raises and names the node (its second derivative would silently be 0)."""
+    class RawCos(lg.function.Function):
+        def forward(self, x):
+            self.saved = (x,)
+            return B.sin(x)
+
+        def backward(self, g):
+            return (B.multiply(g, B.xp.cos(self.saved[0])),)  # NumPy itself, not the backend's cos
+
+    class Atan2One(lg.function.Function):
+        def forward(self, x):
+            self.saved = (x,)
+            return B.arctan2(x, 1.0)
+
+        def backward(self, g):
+            return (B.divide(g, B.add(B.multiply(self.saved[0], self.saved[0]), 1)) if isinstance(g, B.ndarray)
+                    else B.multiply(g, B.arctan2(self.saved[0], 1.0)),)  # arctan2 has no op on Tensors
+
+    x = lg.tensor([0.5, 1.0], dtype=lg.float64, requires_grad=True)
+    (g,) = lg.autograd.grad(RawCos.apply(x).sum(), x)  # (first order: plain arrays, fine)
+    np.testing.assert_allclose(g.numpy(), np.cos([0.5, 1.0]))
+    with pytest.raises(RuntimeError, match="derivative of RawCosBackward0 cannot be differentiated again.*NumPy's cos"):
+        lg.autograd.grad(RawCos.apply(x).sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="derivative of Atan2OneBackward0 .*the backend's arctan2"):
+        lg.autograd.grad(Atan2One.apply(x).sum(), x, create_graph=True)
+    assert isinstance(np.cos(x), lg.Tensor)  # (user code outside a backward keeps NumPy's protocol)
 
 
 def test_digamma_second_and_third_derivatives_are_polygammas() -> None:

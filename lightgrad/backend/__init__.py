@@ -10,28 +10,32 @@ of NumPy functions that never allocate or are cold paths; everything else comes 
 below, by subject, re-exported as the same objects:
 
 - ``threads``: worker threads for large ops (set_num_threads, parallel, concurrently)
-- ``shapes``: broadcast_shape, reshape, transpose, expand (a broadcast view), reshape_any
+- ``shapes``: broadcast_shape, reshape, transpose, swapaxes, expand (a broadcast view), broadcast_to,
+  expand_dims, flip, roll, reshape_any
 - ``elementwise``: the ufunc wrappers, where, mask, cast, copy, zeros, empty, in-place updates
 - ``indexing``: take, take_rows, assign, add_at, scatter_extreme
-- ``reductions``: sum, reduce, softmax, exp_sums, rowdot, dot_along, matmul, bmm
+- ``reductions``: sum, reduce, softmax, exp_sums, rowdot, dot_along, matmul, bmm, einsum
 - ``kernels``: the fused cache-blocked kernels (erf, gelu, layer_norm_backward_)
 - ``sort``: sort, top-k, median and mode indices, unique, searchsorted, bincount, histogram
-- ``scan``: logcumsumexp and the gradients of cumprod and logcumsumexp
+- ``scan``: cumsum, cumprod, logcumsumexp and the gradients of cumprod and logcumsumexp
+- ``graph``: the backend's functions called on Tensors (create_graph=True): the table of their
+  differentiable ops, filled by the tensor layer
 - ``special``: erfc, erfinv, lgamma, digamma, trigamma, polygamma
 - ``linalg``: NumPy's LAPACK wrappers, cofactor, solve_triangular, LU
 - ``process``: what the backend sets up for the process at import (glibc's malloc keeps freed memory)
 
-They import one another downward only, never this package: threads, shapes, special, linalg and
-process at the bottom; elementwise on threads and shapes; indexing and reductions on elementwise;
-kernels and sort on reductions; scan on sort. Module-level tunables (``threads.PARALLEL_MIN``,
-``elementwise._AXPY_CHUNK``, ...) are read from the module that uses them: change them there.
+They import one another downward only, never this package: graph, threads, shapes, special, linalg
+and process at the bottom (shapes on graph); elementwise on threads and shapes; indexing and
+reductions on elementwise; kernels and sort on reductions; scan on sort. Module-level tunables
+(``threads.PARALLEL_MIN``, ``elementwise._AXPY_CHUNK``, ...) are read from the module that uses
+them: change them there.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import process
+from . import graph, process
 from .elementwise import (_AXPY_CHUNK, absolute, add, add_into, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
                           arctanh, axpy_, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, copy, copysign, cos,
                           divide, empty, equal, exp, expm1, floor, floor_divide, fmax, fmin, fmod, gcd, greater,
@@ -43,10 +47,11 @@ from .indexing import add_at, assign, scatter_extreme, take, take_rows
 from .kernels import erf, gelu, layer_norm_backward_
 from .linalg import (LinAlgError, cholesky, cofactor, det, eigh, inv, lu_factor, lu_permutation, matrix_rank, qr,
                      slogdet, solve, solve_triangular, svd)
-from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, exp_sums, matmul, matmul_into,
-                     reduce, rowdot, softmax, sum)
-from .scan import cumprod_grad, logcumsumexp, logcumsumexp_grad, values
-from .shapes import Array, broadcast_shape, expand, reshape, reshape_any, reshapes_as_view, transpose
+from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, einsum, exp_sums, matmul,
+                         matmul_into, reduce, rowdot, softmax, sum)
+from .scan import cumprod, cumprod_grad, cumsum, logcumsumexp, logcumsumexp_grad, values
+from .shapes import (Array, broadcast_shape, broadcast_to, expand, expand_dims, flip, reshape, reshape_any,
+                     reshapes_as_view, roll, swapaxes, transpose)
 from .sort import (bincount, cumext_indices, histogram, isin, median_indices, mode_indices, searchsorted,
                    searchsorted_1d, sort_indices, topk_indices, unique, unique_consecutive)
 from .special import digamma, erfc, erfinv, lgamma, polygamma, trigamma
@@ -58,14 +63,9 @@ ndarray = np.ndarray
 # Functions that never allocate (views, metadata) or are cold paths: used as they are.
 asarray = np.asarray
 array = np.array
-broadcast_to = np.broadcast_to
-expand_dims = np.expand_dims
-flip = np.flip
-swapaxes = np.swapaxes
 squeeze = np.squeeze
 take_along_axis = np.take_along_axis
 put_along_axis = np.put_along_axis
-einsum = np.einsum
 errstate = np.errstate
 isfinite = np.isfinite
 isnan, isinf = np.isnan, np.isinf
@@ -79,9 +79,6 @@ finfo = np.finfo
 result_type = np.result_type
 can_cast = np.can_cast
 pad = np.pad
-roll = np.roll
-cumsum = np.cumsum
-cumprod = np.cumprod
 argmax = np.argmax
 argmin = np.argmin
 argsort = np.argsort

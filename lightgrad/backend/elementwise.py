@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..memory import _current
+from .graph import on_graph
 from .shapes import Array, _shape, broadcast_shape
 from .threads import _big, _slicer, _split_axis, _threads, _ufunc_into, parallel
 
@@ -24,7 +25,7 @@ def _plus_zero(v: Any) -> bool:
 
 def where(c: Array, x: Array, y: Array) -> Array:
     if not (_arr(x) and _arr(y) and isinstance(c, np.ndarray) and c.dtype == np.bool_):
-        return np.where(c, x, y)
+        return np.where(c, x, y) if _plain(x) and _plain(y) and _plain(c) else on_graph("where", c, x, y)
     shape = broadcast_shape(broadcast_shape(c.shape, _shape(x)), _shape(y))
     out = empty(shape, np.result_type(x, y))
     bits = _BITS.get(out.dtype)
@@ -104,13 +105,23 @@ def _arr(x: Any) -> bool:
     return isinstance(x, np.ndarray | int | float | np.generic)
 
 
+def _plain(x: Any) -> bool:
+    """Whether x is an array or a number: anything else is a Tensor (create_graph), sent to graph."""
+    return isinstance(x, np.ndarray | int | float | complex | np.generic)
+
+
 _NUMBERS = (float, int)
+_NAMES = {"true_divide": "divide", "rint": "round_"}  # the backend's names of ufuncs NumPy names otherwise
 
 
 def _unary_op(f: np.ufunc) -> Any:
+    name = _NAMES.get(f.__name__, f.__name__)
+
     def op(x: Array) -> Array:
+        if type(x) is not np.ndarray and not isinstance(x, np.ndarray):
+            return f(x) if _plain(x) else on_graph(name, x)  # (a Tensor: create_graph)
         a = _current.get()
-        if a is None and _threads[0] == 1 or not isinstance(x, np.ndarray):
+        if a is None and _threads[0] == 1:
             return f(x)
         if a is not None and _threads[0] == 1:
             return f(x, out=a.empty(x.shape, x.dtype))
@@ -127,12 +138,17 @@ def _unary_op(f: np.ufunc) -> Any:
 
 
 def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
+    name = _NAMES.get(f.__name__, f.__name__)
+
     def op(x: Array, y: Array, out: Array | None = None) -> Array:
         if out is not None:  # into given storage (an operator reusing a temporary operand's array)
             return _ufunc_into(f, (x, y), out)
         a = _current.get()
         if a is None and _threads[0] == 1:
-            return f(x, y)  # the common case first: NumPy allocates (Tensors dispatch themselves)
+            # the common case first, NumPy allocating: arrays and Python numbers at sight
+            if (type(x) is np.ndarray or type(x) in _NUMBERS) and (type(y) is np.ndarray or type(y) in _NUMBERS):
+                return f(x, y)
+            return f(x, y) if _plain(x) and _plain(y) else on_graph(name, x, y)  # (a Tensor: create_graph)
         if a is not None and _threads[0] == 1:  # the usual operands, without working out dtypes
             if type(x) is np.ndarray:
                 if type(y) is np.ndarray and x.shape == y.shape and x.dtype is y.dtype \
@@ -141,7 +157,7 @@ def _binary_op(f: np.ufunc, out_dtype: Any = None) -> Any:
             elif type(y) is np.ndarray and type(x) in _NUMBERS and y.dtype.kind == "f":
                 return f(x, y, out=a.empty(y.shape, out_dtype or y.dtype))
         if not (_arr(x) and _arr(y)):
-            return f(x, y)
+            return f(x, y) if _plain(x) and _plain(y) else on_graph(name, x, y)  # (a Tensor: create_graph)
         if a is None:
             # threads only where the result dtype is plain to see: float results, or bool
             xl = x if isinstance(x, np.ndarray) else y
@@ -204,7 +220,7 @@ times.raw = lambda g, y: (  # type: ignore[attr-defined]
 def logical_not(x: Array) -> Array:
     a = _current.get()
     if a is None or not isinstance(x, np.ndarray):
-        return np.logical_not(x)
+        return np.logical_not(x) if _plain(x) else on_graph("logical_not", x)
     return np.logical_not(x, out=a.empty(x.shape, np.bool_))
 
 
@@ -212,7 +228,7 @@ def mask(g: Array, keep: Array) -> Array:
     """``g`` where ``keep`` is True, else 0, as a multiply by the mask: 8x faster than np.where
     for float arrays. Unlike where, a NaN in g at a masked-out position stays NaN."""
     if not isinstance(g, np.ndarray):
-        return np.where(keep, g, 0)  # a Tensor (create_graph): the differentiable where
+        return np.where(keep, g, 0) if _plain(g) else on_graph("mask", g, keep)  # (a Tensor: create_graph)
     if _current.get() is None and not _big(g):
         return np.multiply(g, keep, dtype=g.dtype)
     out = empty(broadcast_shape(g.shape, _shape(keep)), g.dtype)

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..memory import _current
-from .elementwise import add, copy, empty, exp, maximum, subtract
+from .elementwise import _plain, add, copy, empty, exp, maximum, subtract
+from .graph import on_graph
 from .shapes import Array, broadcast_shape
 from .threads import _big, _threads, _ufunc_into, parallel
 
@@ -77,7 +78,10 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
            dtype: Any = None) -> Array:
     """``f.reduce`` over ``axes`` (None: all); ``f`` is a ufunc or a binary op of this module."""
     f = getattr(f, "ufunc", f)
-    if f is np.add and isinstance(x, np.ndarray):
+    if not isinstance(x, np.ndarray):
+        if not _plain(x):
+            return on_graph("reduce", f, x, axes, keepdims, dtype)  # (a Tensor: create_graph)
+    elif f is np.add:
         if axes is not None:
             r = _sum_gemv(x, axes, keepdims, dtype)
             if r is not None:
@@ -119,7 +123,7 @@ def reduce(f: np.ufunc, x: Array, axes: tuple[int, ...] | None, keepdims: bool =
 def sum(x: Array, axis: Any = None, keepdims: bool = False) -> Array:  # noqa: A001
     """Arena-aware ``np.sum`` (also used by backward formulas, so it accepts Tensors)."""
     if not isinstance(x, np.ndarray):
-        return np.sum(x, axis=axis, keepdims=keepdims)
+        return np.sum(x, axis=axis, keepdims=keepdims) if _plain(x) else on_graph("sum", x, axis, keepdims)
     if isinstance(axis, int):
         axis = (axis % x.ndim,)
     return reduce(np.add, x, axis, keepdims)
@@ -206,7 +210,9 @@ def dot_along(x: Array, y: Array, axis: int) -> Array:
 def matmul(x: Array, y: Array) -> Array:
     a = _current.get()
     if a is None or not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)):
-        return np.matmul(x, y)
+        if type(x) is np.ndarray and type(y) is np.ndarray or _plain(x) and _plain(y):
+            return np.matmul(x, y)
+        return on_graph("matmul", x, y)  # (a Tensor: create_graph)
     if x.ndim == 2 == y.ndim and x.dtype is y.dtype:  # (the usual product: its shape and dtype at sight)
         return np.matmul(x, y, out=a.empty((x.shape[0], y.shape[1]), x.dtype))
     shape = broadcast_shape(x.shape[:-2], y.shape[:-2]) + (x.shape[-2], y.shape[-1])
@@ -235,6 +241,14 @@ def _bmm_copies(x: Any, y: Any) -> bool:
 
 
 bmm.raw = lambda x, y: None if _bmm_copies(x, y) else (np.matmul, (0, 1), {})  # type: ignore[attr-defined]
+
+
+def einsum(spec: str, *operands: Array, **kw: Any) -> Array:
+    """``np.einsum(spec, *operands)``."""
+    for o in operands:
+        if not _plain(o):
+            return on_graph("einsum", spec, *operands, **kw)  # (a Tensor: create_graph)
+    return np.einsum(spec, *operands, **kw)
 
 
 def matmul_into(x: Array, y: Array, out: Array) -> Array:

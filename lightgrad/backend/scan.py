@@ -1,5 +1,6 @@
-"""Cumulative scans and their gradients: logcumsumexp, and the gradients of cumprod and logcumsumexp
-(which also run on Tensors under create_graph)."""
+"""Cumulative scans and their gradients: cumsum, cumprod, logcumsumexp, and the gradients of cumprod
+and logcumsumexp (which also run on Tensors under create_graph: by the backend's named functions,
+each of which sends a Tensor to its differentiable op, see graph)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,21 @@ from typing import Any
 
 import numpy as np
 
-from .shapes import Array
+from .elementwise import _plain, add, divide, exp, greater, less, log, multiply, negative, subtract, where
+from .graph import on_graph
+from .reductions import reduce, sum
+from .shapes import Array, flip
 from .sort import _arange_along
+
+
+def cumsum(x: Array, axis: Any = None) -> Array:
+    """``np.cumsum(x, axis)``."""
+    return np.cumsum(x, axis) if _plain(x) or isinstance(x, list | tuple) else on_graph("cumsum", x, axis)
+
+
+def cumprod(x: Array, axis: Any = None) -> Array:
+    """``np.cumprod(x, axis)``."""
+    return np.cumprod(x, axis) if _plain(x) or isinstance(x, list | tuple) else on_graph("cumprod", x, axis)
 
 
 def values(x: Any) -> Array:
@@ -23,24 +37,24 @@ def cumprod_grad(x: Array, out: Array, g: Any, axis: int) -> Any:
 
     With z the first zero of a slice: before z it is rev_cumsum(g * out) / x; at z it is
     prod(x[:z]) * sum_{j >= z} g[j] prod(x[z+1..j]); after z it is 0. g may be a Tensor
-    (create_graph): every call on it here dispatches to a differentiable op.
+    (create_graph): every call on it here is a named backend function (a differentiable op then).
     """
     n = x.shape[axis]
     xa = values(x)  # (the masks need no graph)
     pos = _arange_along(n, axis, x.ndim)
     zero = xa == 0
     if n == 0:
-        return np.multiply(g, 0)
+        return multiply(g, 0)
     z = np.where(zero.any(axis, keepdims=True), np.argmax(zero, axis, keepdims=True), n)
     before = pos < z
-    rev = np.flip(np.cumsum(np.flip(np.multiply(g, out), axis), axis), axis)
-    head = np.where(before, np.true_divide(rev, np.where(before, x, 1)), 0)
+    rev = flip(cumsum(flip(multiply(g, out), axis), axis), axis)
+    head = where(before, divide(rev, where(before, x, 1)), 0)
     if not zero.any():
         return head
-    lead = np.prod(np.where(before, x, 1), axis, keepdims=True)
-    after = np.cumprod(np.where(pos <= z, 1, x), axis)
-    at = np.multiply(lead, np.sum(np.where(pos >= z, np.multiply(g, after), 0), axis, keepdims=True))
-    return np.add(head, np.where(pos == z, at, 0))
+    lead = reduce(multiply, where(before, x, 1), (axis,), True)
+    after = cumprod(where(pos <= z, 1, x), axis)
+    at = multiply(lead, sum(where(pos >= z, multiply(g, after), 0), axis, keepdims=True))
+    return add(head, where(pos == z, at, 0))
 
 
 def logcumsumexp(x: Array, axis: int) -> Array:
@@ -55,7 +69,7 @@ def logcumsumexp_grad(x: Array, out: Array, g: Any, axis: int, scan: Any = None)
     create_graph the arguments are Tensors and ``scan`` is their (differentiable) logcumsumexp."""
     def rev(a: Any) -> Any:
         if scan is not None:
-            return np.flip(scan(np.flip(a, axis)), axis)
+            return flip(scan(flip(a, axis)), axis)
         return np.flip(np.logaddexp.accumulate(np.flip(a, axis), axis), axis)
 
     # log v where pos, else the lowest finite number (as PyTorch: -inf - -inf would give NaN); the
@@ -63,10 +77,10 @@ def logcumsumexp_grad(x: Array, out: Array, g: Any, axis: int, scan: Any = None)
     lowest = float(np.finfo(values(out).dtype).min)
 
     def log_part(pos: Any, v: Any) -> Any:
-        return np.where(pos, np.log(np.where(pos, v, 1.0)), lowest)
+        return where(pos, log(where(pos, v, 1.0)), lowest)
 
     # (-inf inputs give NaN gradients, as in PyTorch)
     with np.errstate(invalid="ignore"):
-        lp = np.subtract(log_part(g > 0, g), out)
-        ln = np.subtract(log_part(g < 0, np.negative(g)), out)
-        return np.subtract(np.exp(np.add(x, rev(lp))), np.exp(np.add(x, rev(ln))))
+        lp = subtract(log_part(greater(g, 0), g), out)
+        ln = subtract(log_part(less(g, 0), negative(g)), out)
+        return subtract(exp(add(x, rev(lp))), exp(add(x, rev(ln))))

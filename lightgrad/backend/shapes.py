@@ -9,18 +9,60 @@ from typing import Any
 import numpy as np
 
 from ..memory import _current
+from .graph import on_graph
 
 Array = Any  # an array of the namespace (np.ndarray today)
+_PLAIN = (np.generic, int, float, complex, list, tuple)  # values NumPy takes as arrays, besides arrays
 
 
+# Each takes an array by the first branch; a Tensor (create_graph: see graph) on the slow side of it.
 def reshape(x: Array, shape: Any) -> Array:
     """``np.reshape(x, shape)``; an array's own method is 4x cheaper than NumPy's dispatch."""
-    return x.reshape(shape) if isinstance(x, np.ndarray) else np.reshape(x, shape)
+    if isinstance(x, np.ndarray):
+        return x.reshape(shape)
+    return np.reshape(x, shape) if isinstance(x, _PLAIN) else on_graph("reshape", x, shape)
 
 
 def transpose(x: Array, axes: Any = None) -> Array:
     """``np.transpose(x, axes)``, by the array's own method where it has one (as reshape)."""
-    return x.transpose(axes) if isinstance(x, np.ndarray) else np.transpose(x, axes)
+    if isinstance(x, np.ndarray):
+        return x.transpose(axes)
+    return np.transpose(x, axes) if isinstance(x, _PLAIN) else on_graph("transpose", x, axes)
+
+
+def swapaxes(x: Array, a: int, b: int) -> Array:
+    """``np.swapaxes(x, a, b)``, by the array's own method (as reshape)."""
+    if isinstance(x, np.ndarray):
+        return x.swapaxes(a, b)
+    return np.swapaxes(x, a, b) if isinstance(x, _PLAIN) else on_graph("swapaxes", x, a, b)
+
+
+def broadcast_to(x: Array, shape: Any) -> Array:
+    """``np.broadcast_to(x, shape)``: a read-only broadcast view."""
+    if isinstance(x, np.ndarray) or isinstance(x, _PLAIN):
+        return np.broadcast_to(x, shape)
+    return on_graph("broadcast_to", x, shape)
+
+
+def expand_dims(x: Array, axis: Any) -> Array:
+    """``np.expand_dims(x, axis)``: a view with new axes of size 1."""
+    if isinstance(x, np.ndarray) or isinstance(x, _PLAIN):
+        return np.expand_dims(x, axis)
+    return on_graph("expand_dims", x, axis)
+
+
+def flip(x: Array, axis: Any = None) -> Array:
+    """``np.flip(x, axis)``: a reversed view."""
+    if isinstance(x, np.ndarray) or isinstance(x, _PLAIN):
+        return np.flip(x, axis)
+    return on_graph("flip", x, axis)
+
+
+def roll(x: Array, shift: Any, axis: Any = None) -> Array:
+    """``np.roll(x, shift, axis)``: a copy shifted circularly."""
+    if isinstance(x, np.ndarray) or isinstance(x, _PLAIN):
+        return np.roll(x, shift, axis)
+    return on_graph("roll", x, shift, axis)
 
 
 def broadcast_shape(s1: tuple[int, ...], s2: tuple[int, ...]) -> tuple[int, ...]:
@@ -51,7 +93,7 @@ def expand(x: Array, shape: tuple[int, ...]) -> Array:
     """A read-only broadcast view of x as ``shape`` (np.broadcast_to's Python wrapper costs ~5 us;
     this builds the strided view directly). x's shape is ``shape`` with some sizes 1, or ()."""
     if not isinstance(x, np.ndarray):
-        return np.broadcast_to(x, shape)
+        return np.broadcast_to(x, shape) if isinstance(x, _PLAIN) else on_graph("expand", x, shape)
     if x.shape == shape:
         return x
     lead = len(shape) - x.ndim
@@ -82,7 +124,7 @@ def reshape_any(x: Array, shape: tuple[int, ...]) -> Array:
     """``x.reshape(shape)``: a view when the layout allows, else a contiguous copy (from the arena
     when one is active, so a reshape of a transposed tensor allocates nothing inside a step)."""
     if not isinstance(x, np.ndarray):
-        return np.reshape(x, shape)
+        return np.reshape(x, shape) if isinstance(x, _PLAIN) else on_graph("reshape", x, shape)
     try:
         return np.reshape(x, shape, copy=False)
     except ValueError:
