@@ -73,7 +73,7 @@ def render() -> str:
             out += [f"## {name}", "", f"(not importable here: {e})", ""]
             continue
         out += [f"## {name}", "", first_paragraph(mod), ""]
-        names = getattr(mod, "__all__", None) or [n for n in vars(mod) if not n.startswith("_")]
+        names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
         for n in sorted(set(names)):
             obj = getattr(mod, n, None)
             if obj is None or inspect.ismodule(obj):

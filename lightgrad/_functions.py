@@ -1,7 +1,7 @@
 """Tensor methods as free functions, as in PyTorch: ``lightgrad.exp(x)`` is ``x.exp()``; with the
 free functions that are a Tensor query (``is_tensor``, ``numel``, ``broadcast_shapes``), a process setting (threads,
-print options) or a door into a module above the tensor layer (``compile``, ``save``, ``load``,
-``lu_unpack``), which keep PyTorch's signatures there.
+print options) or linear algebra under PyTorch's top-level name (``lu_unpack``). ``compile``, ``save``
+and ``load`` are the compiler's and serialization's own, loaded on first use (``lightgrad.__getattr__``).
 
 >>> lightgrad.exp(lightgrad.tensor([0.0]))
 tensor([1.])
@@ -120,31 +120,8 @@ def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.boo
     pass
 
 
-# ---- modules above the tensor layer, with PyTorch's signatures -----------------------------------
-# (compiler and serialization load on first use, as ``lightgrad.__getattr__`` loads nn or optim:
-# importing them here would add a fifth to ``import lightgrad`` and make them attributes of it)
-def compile(model: Any = None, **kwargs: Any) -> Any:  # noqa: A001
-    """Trace a training step once per input signature and replay it: ``step = compile(train_step)``.
-
-    A module is returned unchanged (its forward alone runs eagerly); see ``lightgrad.compiler``'s
-    module documentation for what a step may do.
-    """
-    from . import compiler
-    return compiler.compile(model, **kwargs)
-
+# ---- linear algebra with PyTorch's top-level names ------------------------------------------------
 
 def lu_unpack(LU_data: Any, LU_pivots: Any, unpack_data: Any = True, unpack_pivots: Any = True) -> Any:
     """(P, L, U) from ``torch.linalg.lu_factor``'s packed LU and pivots."""
     return _linalg.lu_unpack(LU_data, LU_pivots, unpack_data, unpack_pivots)
-
-
-def save(obj: Any, f: Any, **kwargs: Any) -> None:
-    """Save tensors, state dicts and plain values to a safetensors checkpoint."""
-    from . import serialization
-    serialization.save(obj, f, **kwargs)
-
-
-def load(f: Any, map_location: Any = None, weights_only: Any = None, **kwargs: Any) -> Any:
-    """Load what ``save`` wrote; never executes code from the file."""
-    from . import serialization
-    return serialization.load(f, map_location, weights_only, **kwargs)

@@ -1027,15 +1027,16 @@ def _flatten_out(obj: Any, out: list[Tensor]) -> Any:
         raise _Unsupported(f"the step returns {type(obj).__name__}: {e}") from None
 
 
-def compile(fn: Callable[..., Any] | None = None, **options: Any) -> Any:  # noqa: A001
-    """Trace ``fn`` once per input signature and replay it (``step = lightgrad.compile(train_step)``).
+def compile(model: Callable[..., Any] | None = None, **options: Any) -> Any:  # noqa: A001
+    """Trace ``model`` (a training step) once per input signature and replay it
+    (``step = lightgrad.compile(train_step)``); PyTorch's signature, its options accepted and unused.
 
     >>> step = compile(lambda x: (x * 2).sum())
     """
-    if fn is None:
+    if model is None:
         return lambda f: compile(f, **options)
-    if isinstance(fn, Compiled):
-        return fn
-    if isinstance(fn, _Module):
-        return fn  # a module's forward alone is not a step (no backward or update): run eagerly
-    return Compiled(fn)
+    if isinstance(model, Compiled):
+        return model
+    if isinstance(model, _Module):
+        return model  # a module's forward alone is not a step (no backward or update): run eagerly
+    return Compiled(model)
