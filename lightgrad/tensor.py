@@ -26,7 +26,7 @@ from ._ops.common import (_PY_NUMBERS, _SCALAR_TYPE, Number, _as_tensor, _binary
 from ._ops.creation import CreationMixin, _to_array, empty, tensor
 from ._ops.elementwise import ElementwiseMixin
 from ._ops.index import IndexMixin
-from ._ops.inplace import InplaceMixin
+from ._ops.inplace import InplaceMixin, _check_overlap, _check_windows_overlap
 from ._ops.linalg import LinalgMixin
 from ._ops.random import RandomMixin
 from ._ops.reduce import ReduceMixin
@@ -92,7 +92,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
     # gradient of the right shape and dtype by construction may set `_grad` directly
     # the array lives in `_arr`, behind the checked `_data` property (see memory.home for `_mem`)
     __slots__ = ("_arr", "requires_grad", "_grad", "_grad_fn", "_version", "_mem", "__weakref__", "__dict__")
-    _view: tuple[Tensor, Any]  # (base, index) on a view made by basic indexing or diagonal(): see _bump
+    _view: tuple[Tensor, Any]  # (base, how) on a view with no grad_fn to its base: see _view_link
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
 
@@ -730,7 +730,13 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
             raise RuntimeError(f"result type {r.dtype.name.capitalize()} can't be cast to the desired output type "
                                f"{self.dtype.name.capitalize()}")
         if r._data is not self._data:
-            B.copyto(self._data, r._data, casting="unsafe")
+            if not self._data.flags.c_contiguous:
+                _check_windows_overlap(self._data)
+            try:
+                B.copyto(self._data, r._data, casting="unsafe")
+            except ValueError:  # read-only: a broadcast (an expanded tensor), or read-only memory
+                _check_overlap(self._data)
+                raise
         _bump(self)
         if graph:
             self._grad_fn, self.requires_grad = r._grad_fn, r.requires_grad
@@ -751,20 +757,22 @@ def _rebuild(data: B.ndarray, requires_grad: builtins.bool) -> Tensor:
 
 # ---- versions and views ---------------------------------------------------------------------------
 
-# _viewed: a tensor t that reshape or permute made sharing its base's memory shares the base's
-# version counter too, as PyTorch's views do, and, when it has no grad_fn that leads to the base
-# (the base needs no grad, or grad mode is off), records ``t._view = (base, how)``, ``how`` a
-# Reshape or Permute node (see _view_link), so that a value that requires grad written into t in
-# place reaches the base (_write_through). Written out in reshape and permute: they run often.
+# _viewed: a tensor t that reshape, permute, diagonal, unfold or as_strided made sharing its base's
+# memory shares the base's version counter too, as PyTorch's views do, and, when it has no grad_fn
+# that leads to the base (the base needs no grad, or grad mode is off), records
+# ``t._view = (base, how)``, ``how`` the node that says how t was made (see _view_link), so that a
+# value that requires grad written into t in place reaches the base (_write_through). Written out in
+# reshape and permute (they run often), and in _ops/shape.py's _strided_view.
 
 def _view_link(t: Tensor) -> tuple[Tensor, Any] | None:
-    """(base, how) when t is a view of the Tensor base: ``how`` is the index of basic indexing or
-    diagonal() (recorded on t), or the Reshape or Permute node that made t from base sharing its memory."""
+    """(base, how) when t is a view of the Tensor base: ``how`` is the index of basic indexing
+    (recorded on t), or the Reshape, Permute or strided-view node (diagonal, unfold, as_strided:
+    function.shape.AsStrided) that made t from base sharing its memory."""
     d = t.__dict__
     if "_view" in d:  # (kept by _inplace and _write_through; None: not a view)
         return d["_view"]  # type: ignore[no-any-return]
     node = t._grad_fn
-    if type(node) is F.Reshape or type(node) is F.Permute:
+    if type(node) is F.Reshape or type(node) is F.Permute or isinstance(node, F.AsStrided):
         base = node.parents[0]
         if isinstance(base, Tensor) and B.xp.may_share_memory(base._data, t._data):
             return base, node
@@ -774,8 +782,8 @@ def _view_link(t: Tensor) -> tuple[Tensor, Any] | None:
 def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
     """After an in-place op on ``value`` recorded in the graph, ``value`` a view of a base (see
     _view_link): the base's place in the graph taken by the base rebuilt around the new value
-    (``base[index] = value``, or the view undone for a reshape or permute), as PyTorch rebases a
-    view's base, up the chain of views (``_bump`` has written the values)."""
+    (``base[index] = value``, the index a strided view's positions in base, or the view undone for
+    a reshape or permute), as PyTorch rebases a view's base, up the chain of views (``_bump`` has written the values)."""
     while view is not None:
         base, how = view
         up = _view_link(base)  # (before base's place in the graph changes)
@@ -790,7 +798,11 @@ def _write_through(view: tuple[Tensor, Any] | None, value: Tensor) -> None:
         else:
             old = Tensor._make(base._data)  # base's old place in the graph (its values are not read)
             old.requires_grad, old._grad_fn = base.requires_grad, base._grad_fn
-            value = F.IndexPut.apply(old, value, index=how, accumulate=False)
+            index = how.index(base._data.shape) if isinstance(how, F.AsStrided) else how
+            if index is None:
+                raise RuntimeError("an in-place operation on an as_strided view that reaches storage outside "
+                                   "its base cannot be recorded by autograd")
+            value = F.IndexPut.apply(old, value, index=index, accumulate=False)
         base._grad_fn, base.requires_grad = value._grad_fn, value.requires_grad
         base.__dict__.setdefault("_view", up)  # (its place in the graph now reads the view: keep the link)
         view = up

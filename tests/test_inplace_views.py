@@ -192,7 +192,7 @@ def _view_cases(T: Any) -> list[Any]:
     v.add_(1)
     out += [v.numpy().copy(), e.numpy().copy()]
     a = T.zeros(4, 4)
-    a.diagonal().add_(2.0)  # a diagonal (a copy here) writes back, by any in-place method
+    a.diagonal().add_(2.0)  # a diagonal is a view: any in-place method writes the base
     a.diagonal(1).fill_(5)
     a.diagonal()[1:].zero_()
     out.append(a.numpy().copy())
@@ -290,6 +290,8 @@ BUFFER_VIEWS: dict[str, Callable[[Any], Any]] = {
     "view_then_t": lambda b: b.view(3, 2).t(),
     "index": lambda b: b[:, 1],
     "diagonal": lambda b: b.diagonal(),
+    "unfold": lambda b: b.unfold(1, 2, 1)[:, 1:],  # (windows that do not overlap: torch's writes are then defined)
+    "as_strided": lambda b: b.as_strided((2, 2), (1, 3), 1),
 }
 
 
@@ -332,6 +334,160 @@ def test_diagonal_over_leading_dims_writes_back() -> None:
         return (a, p.grad, _version(a))
 
     assert_same_results(*results_on_both(f))
+
+
+# ---- strided views: diagonal, unfold and as_strided share their base's memory ----------------------
+
+STRIDED_VIEWS: dict[str, Callable[[Any], Any]] = {
+    "diagonal": lambda b: b.diagonal(),
+    "diagonal_offset": lambda b: b.diagonal(-1, 1, 0),
+    "unfold": lambda b: b.unfold(1, 2, 1),
+    "unfold_step": lambda b: b.unfold(0, 1, 2),
+    "as_strided": lambda b: b.as_strided((2, 2), (4, 1), 1),
+    "as_strided_of_transposed": lambda b: b.t().as_strided((3,), (2,)),
+    "unfold_of_transposed": lambda b: b.t().unfold(0, 2, 2),
+}
+
+
+@needs_torch
+@pytest.mark.parametrize("name", list(STRIDED_VIEWS))
+def test_strided_views_share_memory_and_versions_both_ways(name: str) -> None:
+    def f(T: Any) -> Any:
+        base = T.tensor(np.arange(12.0).reshape(3, 4))
+        v = STRIDED_VIEWS[name](base)
+        same_ptr = v.data_ptr() - base.data_ptr()
+        before = _version(v)
+        base.add_(1)  # a write to the base shows in the view
+        seen = v.clone()
+        v.mul_(-1) if name != "unfold" else v.fill_(-1)  # and one to the view in the base
+        return (seen, base, same_ptr, before, _version(v), _version(base), tuple(v.stride()))
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["diagonal", "diagonal_offset", "unfold_step", "as_strided",
+                                  "as_strided_of_transposed", "unfold_of_transposed"])
+def test_in_place_op_on_a_strided_view_is_recorded_by_autograd(name: str) -> None:
+    def f(T: Any) -> Any:
+        x = T.tensor(np.random.default_rng(0).normal(size=(3, 4)), requires_grad=True)
+        y = x * 1
+        v = STRIDED_VIEWS[name](y)
+        v.mul_(T.arange(1.0, 1.0 + v.numel(), dtype=v.dtype).reshape(tuple(v.shape)))
+        (y * y).sum().backward()
+        return (y, x.grad)
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+def test_diagonal_mul_in_place_gives_torch_gradient() -> None:
+    def f(T: Any) -> Any:
+        x = T.tensor(np.random.default_rng(1).normal(size=(3, 3)), requires_grad=True)
+        y = x.clone()
+        y.diagonal().mul_(2)
+        y.sum().backward()
+        return (y, x.grad, y.diagonal().grad_fn.name())
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+def test_value_that_requires_grad_written_into_strided_views_of_a_buffer() -> None:
+    def f(T: Any) -> Any:
+        buf = T.zeros(3, 3)
+        h = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        buf.diagonal().copy_(h * 2)
+        buf.unfold(1, 1, 2)[:, 0, 0].add_(h)  # column 0, through windows of one
+        (buf * buf).sum().backward()
+        return (buf, h.grad, buf.requires_grad)
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+@pytest.mark.parametrize("op", ["fill_(1.5)", "zero_()", "fill_(T.tensor(2.0))", "add_(1)", "mul_(2)",
+                                "copy_(T.ones(3))", "exp_()"])
+def test_in_place_writes_to_an_expanded_tensor_as_torch(op: str) -> None:
+    """fill_ and zero_ with a number write the one element an expanded tensor's elements share;
+    other in-place ops raise RuntimeError: more than one element refers to a single memory location."""
+    def f(T: Any) -> Any:
+        base = T.full((1,), 3.0)
+        e = base.expand(3)
+        eval(f"e.{op}")  # noqa: S307 - the op strings above
+        return (base, e, _version(base))
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+@pytest.mark.parametrize("make", [lambda T: T.zeros(1).expand(3), lambda T: T.zeros(1).expand(2, 2).diagonal()],
+                         ids=["expand", "diagonal_of_expanded"])
+def test_overlapping_write_raises_torch_error(make: Callable[[Any], Any]) -> None:
+    for T in (lg, torch):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
+            make(T).add_(1)
+
+
+@needs_torch
+def test_unfold_overlapping_windows_gradients_add_and_second_derivative() -> None:
+    def f(T: Any) -> Any:
+        x = T.tensor(np.random.default_rng(2).normal(size=(2, 5)), requires_grad=True)
+        g = T.autograd.grad((x.unfold(1, 3, 1) ** 3).sum(), x, create_graph=True)[0]
+        h = T.autograd.grad((g * g).sum(), x)[0]
+        return (g, h)
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+def test_as_strided_of_a_slice_reads_the_storage_and_its_gradient_stays_in_the_slice() -> None:
+    def f(T: Any) -> Any:
+        p = T.tensor(np.arange(8.0), requires_grad=True)
+        s = p * 1
+        x = s[::2]  # storage offset 0, stride 2
+        v = x.as_strided((2, 3), (3, 1), 1)  # reads elements of the storage between x's
+        (v * T.arange(6.0, dtype=v.dtype).reshape(2, 3)).sum().backward()
+        return (v, p.grad, v.grad_fn.name())
+
+    assert_same_results(*results_on_both(f))
+
+
+@needs_torch
+def test_as_strided_of_an_expanded_tensor_divides_its_gradient_as_torch() -> None:
+    def f(T: Any) -> Any:
+        p = T.tensor([2.0, 3.0], requires_grad=True)
+        e = (p * 1).unsqueeze(0).expand(3, 2)
+        (e.as_strided((2,), (1,)) * T.tensor([5.0, 7.0], dtype=p.dtype)).sum().backward()
+        return (p.grad,)
+
+    assert_same_results(*results_on_both(f))
+
+
+def test_unfold_of_0d_and_as_strided_shapes() -> None:
+    assert lg.tensor(1.5).unfold(0, 0, 1).shape == (0,)
+    assert lg.tensor(1.5).unfold(0, 1, 1).shape == (1,)
+    assert lg.arange(3.0).unfold(0, 0, 1).shape == (4, 0)
+    assert lg.arange(4.0).as_strided((2,), (2,)).tolist() == [0.0, 2.0]
+    assert lg.arange(4.0).as_strided((0,), (2,), 10).shape == (0,)
+
+def test_in_place_arithmetic_on_overlapping_windows_raises_and_changes_nothing() -> None:
+    """PyTorch updates overlapping unfold windows element by element (x.unfold(0, 2, 1).add_(1) on
+    zeros(3) gives [1, 2, 1]); computed out of place and copied in it would silently be [1, 1, 1]:
+    refused, with PyTorch's overlap error, before anything is written."""
+    x = lg.zeros(3)
+    w = x.unfold(0, 2, 1)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        w.add_(1)
+    assert x.tolist() == [0.0, 0.0, 0.0]
+    w.fill_(2.0)  # one value for every element: the same answer either way, allowed as in PyTorch
+    assert x.tolist() == [2.0, 2.0, 2.0]
+    a = lg.zeros(6)
+    a.as_strided((2, 2), (1, 2)).add_(1)  # strided but apart: computed as PyTorch does
+    assert a.tolist() == [1.0, 1.0, 1.0, 1.0, 0.0, 0.0]
+    d = lg.zeros(3, 3)
+    d.diagonal().add_(1)
+    assert d.tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
 
 
 # ---- in-place view ops: unsqueeze_, squeeze_, t_, transpose_, swapdims_ --------------------------

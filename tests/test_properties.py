@@ -651,14 +651,8 @@ def view_cases(draw: Any, name: str) -> tuple[np.ndarray, str, dict[str, Any]]:
     return stored, layout, _view_args(draw, name, x.shape, stored.size)
 
 
-NO_AS_STRIDED = "lightgrad's Tensor has no as_strided: torch.arange(4.).as_strided((2,), (2,)) is [0., 2.]"
-# (skipped while lightgrad lacks it, rather than xfailed, so hypothesis does not spend seconds
-# shrinking an AttributeError; the strict xfail in EDGE_CASES says when it lands)
-has_as_strided = pytest.mark.skipif(not hasattr(lg.Tensor, "as_strided"), reason=NO_AS_STRIDED)
-
-
 @requires_torch
-@pytest.mark.parametrize("name", _cases(VIEWS, {}, {"as_strided": has_as_strided}))
+@pytest.mark.parametrize("name", _cases(VIEWS, {}))
 @TORCH_SETTINGS
 @given(data=st.data())
 def test_view_matches_torch(name: str, data: st.DataObject) -> None:
@@ -690,18 +684,8 @@ def _memory_effects(T: Any, stored: np.ndarray, make: Any) -> tuple[Any, ...]:
     return shared, sees_base, fill_error, reaches_base
 
 
-MEMORY_XFAILS = {
-    "diagonal": "diagonal() is a copy (written back on in-place ops on it): x = zeros(2, 2); d = x.diagonal(); "
-                "x.add_(1); torch's d is [1., 1.], lightgrad's [0., 0.]",
-    "expand": "fill_ on an expanded tensor: zeros(1).expand(3).fill_(1.) is fine in torch (writes the base), "
-              "lightgrad raises ValueError: assignment destination is read-only",
-    "unfold": "unfold() is a copy: x = zeros(3); w = x.unfold(0, 2, 1); x.add_(1); torch's w is all 1., lightgrad's "
-              "all 0., and w.fill_(5.) leaves lightgrad's x unchanged",
-}
-
-
 @requires_torch
-@pytest.mark.parametrize("name", _cases(VIEWS, MEMORY_XFAILS, {"as_strided": has_as_strided}))
+@pytest.mark.parametrize("name", _cases(VIEWS, {}))
 @TORCH_SETTINGS
 @given(data=st.data())
 def test_view_shares_memory_like_torch(name: str, data: st.DataObject) -> None:
@@ -758,9 +742,8 @@ EDGE_CASES: list[tuple[str, Any, list[np.ndarray], str | None]] = [
     ("index_empty_list", lambda T, x: x[0, []], [M23], None),
     ("argmax_keepdim_without_dim", lambda T, x: x.argmax(keepdim=True), [M23], None),
     ("argmin_keepdim_without_dim", lambda T, x: x.argmin(keepdim=True), [M23], None),
-    ("as_strided", lambda T, x: x.as_strided((2,), (2,)), [np.arange(4.0)], NO_AS_STRIDED),
-    ("unfold_0d_size_0", lambda T, x: x.unfold(0, 0, 1), [F0D],
-     "tensor(1.5).unfold(0, 0, 1): torch's shape is (0,), lightgrad's (1,)"),
+    ("as_strided", lambda T, x: x.as_strided((2,), (2,)), [np.arange(4.0)], None),
+    ("unfold_0d_size_0", lambda T, x: x.unfold(0, 0, 1), [F0D], None),
 ]
 
 

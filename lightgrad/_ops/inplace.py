@@ -22,6 +22,7 @@ from .reduce import ReduceMixin
 from .shape import ShapeMixin
 
 if TYPE_CHECKING:  # bound at run time by tensor.py, once Tensor exists (see _ops/__init__.py)
+    from .. import function as F
     from ..tensor import Tensor
     from .common import TensorSelf
 
@@ -366,7 +367,12 @@ class InplaceMixin:
             # the new values depend on nothing: the old graph gets a zero gradient, as PyTorch's
             return self._inplace(lambda s: s.masked_fill(ones(s.shape, dtype=D.bool_), value))
         self._check_leaf_inplace()
-        B.copyto(self._data, _scalar_of(value), casting="unsafe")
+        d = self._data
+        if not d.flags.writeable:  # an expanded tensor takes a number, written to its storage, as PyTorch's
+            if isinstance(value, Tensor):
+                _check_overlap(d)
+            d = _writable(d)
+        B.copyto(d, _scalar_of(value), casting="unsafe")
         _bump(self)
         return self
 
@@ -386,3 +392,39 @@ class InplaceMixin:
     def apply_(self: TensorSelf, fn: Any) -> Tensor:
         self._data[...] = B.xp.vectorize(fn)(self._data)
         return self
+
+
+# ---- writes to memory that elements share --------------------------------------------------------
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+
+
+def _check_overlap(a: Any) -> None:
+    """Raise PyTorch's error for an in-place write to a tensor of which some elements are one
+    memory location (a dim of stride 0: an expanded tensor); only ``fill_`` and ``zero_`` with a
+    number write there."""
+    if any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides)):
+        raise RuntimeError(_OVERLAP)
+
+
+def _check_windows_overlap(a: Any) -> None:
+    """Raise the same error for an in-place op computing into a view whose elements may share memory
+    (overlapping unfold windows, as_strided). PyTorch updates such a view element by element, so a
+    shared element is updated once per element that reaches it; computing the op out of place and
+    copying in (as lightgrad does) would update it once: a silently different answer, refused
+    instead. Proven apart: the dims of size > 1 by stride, each stride at least the span of the
+    smaller ones (the test that PyTorch's own overlap check is built on)."""
+    span = a.itemsize
+    for s, n in sorted((abs(s), n) for n, s in zip(a.shape, a.strides) if n > 1):
+        if s < span:
+            raise RuntimeError(_OVERLAP)
+        span += s * (n - 1)
+
+
+def _writable(a: Any) -> Any:
+    """A view of a read-only array's memory (a broadcast) that writes reach, where its storage
+    is writable (else ``a``: the write raises as before)."""
+    flat, at = F.storage(a)
+    if not flat.flags.writeable:
+        return a
+    return B.as_strided(flat[at:], a.shape, a.strides)

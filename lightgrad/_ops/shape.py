@@ -317,19 +317,42 @@ class ShapeMixin:
         return self[(slice(None),) * d + (index,)]
 
     def unfold(self: TensorSelf, dimension: builtins.int, size: builtins.int, step: builtins.int) -> Tensor:
-        """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim:
-        ``arange(5.).unfold(0, 2, 2)`` is ``[[0, 1], [2, 3]]``."""
+        """Sliding windows of ``size`` every ``step`` along ``dimension``, as a new last dim (a view:
+        overlapping windows share elements): ``arange(5.).unfold(0, 2, 2)`` is ``[[0, 1], [2, 3]]``."""
         d = _dim(dimension, max(self.ndim, 1))
         n = self.shape[d] if self.ndim else 1
         if size > n:
             raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
         if step <= 0:
             raise RuntimeError(f"step is {step} but must be > 0")
-        if not self.ndim:
-            return self.reshape(1)
-        idx = B.arange((n - size) // step + 1)[:, None] * step + B.arange(size)  # (windows, size)
-        x = self.movedim(d, -1)[..., Tensor._make(idx)]  # (..., windows, size)
-        return x.movedim(-2, d)
+        if not self.ndim:  # (PyTorch's: the one element, or none, with no window dim)
+            return self.reshape(1) if size else self.reshape(1)[:0]
+        return _strided_view(self, F.Unfold, d, size, step)
+
+    def as_strided(self: TensorSelf, size: Sequence[builtins.int], stride: Sequence[builtins.int],
+                   storage_offset: builtins.int | None = None) -> Tensor:
+        """A view of the tensor's storage with the given sizes and strides (in elements), from
+        ``storage_offset`` (by default the tensor's own): ``arange(4.).as_strided((2,), (2,))`` is
+        ``[0., 2.]``. Storage is that of the array that owns the tensor's memory."""
+        size, stride = tuple(builtins.int(n) for n in size), tuple(builtins.int(s) for s in stride)
+        if len(size) != len(stride):
+            raise RuntimeError("mismatch in length of strides and shape")
+        if any(s < 0 for s in stride):
+            raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
+                               f"{list(stride)}")
+        if any(n < 0 for n in size):
+            raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
+        flat, at = F.storage(self._data)
+        offset = at if storage_offset is None else builtins.int(storage_offset)
+        if offset < 0:
+            raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+        need = offset + 1 + builtins.sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+        if need > flat.size:
+            i = self._data.itemsize
+            raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, "
+                               f"and itemsize {i} requiring a storage size of {need * i} are out of bounds for "
+                               f"storage of size {flat.size * i}")
+        return _strided_view(self, F.AsStrided, size, stride, offset)
 
     # ---- flips, rolls and differences ------------------------------------------------------------
     def flip(self: TensorSelf, *args: Any, dims: Any = None) -> Tensor:
@@ -400,20 +423,11 @@ class ShapeMixin:
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))
 
     def diagonal(self: TensorSelf, offset: builtins.int = 0, dim1: builtins.int = 0, dim2: builtins.int = 1) -> Tensor:
+        """The ``offset`` diagonal of the matrices in dims dim1, dim2, as a new last dim (a view)."""
         d1, d2 = _dim(dim1, self.ndim), _dim(dim2, self.ndim)
         if d1 == d2:
             raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-        # (a permute, not two movedims: the second index shifts when dim2 < dim1)
-        x = self.permute([i for i in range(self.ndim) if i not in (d1, d2)] + [d1, d2]) \
-            if (d1, d2) != (self.ndim - 2, self.ndim - 1) else self
-        n, m = x.shape[-2:]
-        i = B.arange(max(0, -offset), min(n, m - offset))
-        index = (Ellipsis, i, i + offset)
-        t = x[index]
-        # (a copy, as NumPy's fancy indexing makes: in-place ops write it back into x, a view of self)
-        t._view = (x, index)
-        t._version = self._version  # (a view in PyTorch: one version counter)
-        return t
+        return _strided_view(self, F.Diagonal, offset, d1, d2)
 
     def diag(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
         if self.ndim == 2:
@@ -617,6 +631,21 @@ def _check_reshape(s: tuple[builtins.int, ...], n: builtins.int) -> None:
     known = math.prod(d for d in s if d != -1)
     if (-1 in s and (known == 0 or n % known)) or (-1 not in s and known != n):
         raise RuntimeError(f"shape '{list(s)}' is invalid for input of size {n}")
+
+
+def _strided_view(x: Tensor, node: Any, *args: Any) -> Tensor:
+    """``node``'s view of x (a Diagonal, Unfold or AsStrided of function.shape), sharing x's memory
+    and version counter; with no grad_fn leading to x, it records its base as reshape and permute
+    do (tensor.py's _viewed), for in-place writes that require grad."""
+    t = node.apply(x, *args)
+    t._version = x._version
+    # (not for a view with no element of x's memory range: empty, or as_strided's reaching outside
+    # it, whose writes _bump would take for a copy's to write back)
+    if t._grad_fn is None and B.xp.may_share_memory(x._data, t._data):
+        geometry = node()
+        geometry.describe(x._data, *args)
+        t._view = (x, geometry)
+    return t
 
 
 def _permuted(order: tuple[builtins.int, ...]) -> Any:

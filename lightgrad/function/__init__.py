@@ -29,8 +29,8 @@ from .elementwise import (Abs, Acos, Acosh, Add, Asin, Asinh, Atan, Atan2, Atanh
 from .linalg import Det, Inv, LinAlgError, LogAbsDet, LuFactor, Solve, SolveTriangular
 from .matmul import Einsum, MatMul
 from .reduce import Amax, Amin, Cumprod, Cumsum, Logcumsumexp, LogSoftmax, MaxDim, Mean, Prod, Softmax, Sum
-from .shape import (Cat, Expand, Flip, Gather, GetItem, IndexPut, Pad, Permute, Reshape, Roll, Scatter, SliceGrad,
-                    _put)
+from .shape import (AsStrided, Cat, Diagonal, Expand, Flip, Gather, GetItem, IndexPut, Pad, Permute, Reshape, Roll,
+                    Scatter, SliceGrad, Unfold, _put, storage)
 
 _MODULES = (base, elementwise, reduce, shape, linalg, decompositions)  # the ones that make or recognise Tensors
 

@@ -1,9 +1,10 @@
-"""Shape and indexing primitives: views and movement (reshape, permute, expand, flip, roll),
-joining and padding, indexing reads and writes, gather and scatter; ``SliceGrad``, the lazy sum of
+"""Shape and indexing primitives: views and movement (reshape, permute, expand, flip, roll), strided
+views of a tensor's memory (diagonal, unfold, as_strided; ``storage``), joining and padding, indexing reads and writes, gather and scatter; ``SliceGrad``, the lazy sum of
 slices a basic index's backward returns."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
@@ -68,6 +69,140 @@ class Roll(Function):
     def backward(self, g):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
         return (B.roll(g, neg, self.dims),)
+
+
+# ---- strided views: diagonal, unfold, as_strided ------------------------------------------------
+
+class AsStrided(Function):
+    """A view of x's storage: ``size`` and ``stride`` in elements from ``offset`` elements into it
+    (``storage(x)``), writable where x's storage is. Backward, as PyTorch's: the gradient is added
+    into zeros of the storage at the view's positions (overlapping ones add), then read at x's
+    positions, divided by how many of x's elements share one position."""
+
+    def forward(self, x, size, stride, offset):
+        flat, at = storage(x)
+        self.describe(x, size, stride, offset, at)
+        return B.as_strided(flat[offset:], size, tuple(s * x.itemsize for s in stride),
+                            writeable=x.flags.writeable)
+
+    def describe(self, x, size, stride, offset, at=None):
+        """Keep what backward and ``index`` read: the view's geometry and x's (its positions in
+        the storage), without making the view (a view made with no graph records it: _view)."""
+        self.xshape, self.args = x.shape, (size, stride, offset)
+        self.xgeometry = (x.shape, _elements(x), storage(x)[1] if at is None else at)
+
+    def backward(self, g):
+        size, stride, offset = self.args
+        out, inp = _positions(size, stride, offset), _positions(*self.xgeometry)
+        lo = min(int(out.min(initial=0)), int(inp.min(initial=0)))
+        n = max(int(out.max(initial=0)), int(inp.max(initial=0))) - lo + 1
+        acc = _put(_zeros(g, (n,)), out - lo, g, True)
+        count = B.xp.bincount((inp - lo).ravel(), minlength=n)
+        gx = acc[inp - lo]
+        if inp.size and count.max() > 1:  # x's elements overlap (an expanded x): each share once
+            gx = gx / count[inp - lo].astype(g.dtype if isinstance(g, B.ndarray) else g.dtype.np)
+        return (gx,)
+
+    def index(self, shape):
+        """The advanced index into x (of ``shape``) of the view's elements, or None where the view
+        reaches storage outside x (in-place writes through it cannot be recorded then)."""
+        size, stride, offset = self.args
+        out, inp = _positions(size, stride, offset).ravel(), _positions(*self.xgeometry).ravel()
+        order = B.argsort(inp, kind="stable")
+        at = B.xp.searchsorted(inp[order], out).clip(0, max(inp.size - 1, 0))
+        if out.size and (not inp.size or (inp[order][at] != out).any()):
+            return None
+        return B.unravel_index(order[at].reshape(size), shape)
+
+
+class Diagonal(AsStrided):
+    """``x.diagonal(offset, dim1, dim2)``: NumPy's view, writable where x is. Backward writes the
+    gradient onto the diagonal of zeros of x's shape (x's elements, not its storage, as PyTorch's)."""
+
+    def forward(self, x, offset, dim1, dim2):
+        self.describe(x, offset, dim1, dim2)
+        return self.view(x)
+
+    def describe(self, x, *args):
+        self.xshape, self.args = x.shape, args
+
+    def view(self, x):
+        v = B.xp.diagonal(x, *self.args)
+        if x.flags.writeable:  # (NumPy's diagonal is read-only; the memory is x's)
+            v.flags.writeable = True
+        return v
+
+    def backward(self, g):
+        if isinstance(g, B.ndarray):  # (the view of zeros takes the gradient)
+            gx = B.zeros(self.xshape, g.dtype)
+            B.copyto(self.view(gx), g)
+            return (gx,)
+        n = math.prod(self.xshape)  # create_graph: a differentiable scatter, at x's positions
+        at = self.view(B.arange(n).reshape(self.xshape))
+        return (B.reshape(_put(_zeros(g, (n,)), at, g, self.overlaps()), self.xshape),)
+
+    def overlaps(self):
+        """Whether two of the view's elements may be one of x's (their gradients add)."""
+        return False
+
+    def index(self, shape):
+        return B.unravel_index(self.view(B.arange(math.prod(shape)).reshape(shape)), shape)
+
+
+class Unfold(Diagonal):
+    """``x.unfold(dim, size, step)``: the windows along dim, a view (NumPy's sliding windows, writable
+    where x is); the gradients of overlapping windows add."""
+
+    def forward(self, x, dim, size, step):
+        self.describe(x, dim, size, step)
+        return self.view(x)
+
+    def view(self, x):
+        dim, size, step = self.args
+        w = B.xp.lib.stride_tricks.sliding_window_view(x, size, axis=dim, writeable=x.flags.writeable)
+        return w[(slice(None),) * dim + (slice(None, None, step),)]
+
+    def overlaps(self):
+        return self.args[2] < self.args[1]  # (step < size)
+
+    def backward(self, g):
+        if not isinstance(g, B.ndarray):  # (create_graph: the differentiable scatter of Diagonal's)
+            return super().backward(g)
+        dim, size, step = self.args
+        gx, w = B.zeros(self.xshape, g.dtype), g.shape[dim]
+        for j in range(size):  # the j-th element of every window: one strided slice of x
+            B.iadd(gx[(slice(None),) * dim + (slice(j, j + step * (w - 1) + 1, step),)], g[..., j])
+        return (gx,)
+
+
+def storage(x: Any) -> tuple[Any, int]:
+    """x's storage, as PyTorch's: the memory of the array that owns x's bytes (the last array up
+    x's chain of bases), as a flat array of x's dtype (writable where the owner is), and x's
+    offset in it, in elements."""
+    root, b = x, x.base
+    while b is not None:
+        if isinstance(b, B.ndarray):
+            root = b
+        b = getattr(b, "base", None)  # (as_strided's views wrap their base in an object of its own)
+    if not x.size or not (root.flags.c_contiguous or root.flags.f_contiguous):
+        # (no storage beyond x's elements; an owner of no contiguous layout, never seen: a copy)
+        root = x if x.flags.c_contiguous else B.xp.ascontiguousarray(x)
+    raw = root.ravel(order="K").view(B.xp.uint8)
+    at = x.__array_interface__["data"][0] - raw.__array_interface__["data"][0]
+    r, i = at % x.itemsize, x.itemsize
+    return raw[r:r + (raw.size - r) // i * i].view(x.dtype), at // i
+
+
+def _elements(x: Any) -> tuple[int, ...]:
+    return tuple(s // x.itemsize for s in x.strides)
+
+
+def _positions(size: tuple[int, ...], stride: tuple[int, ...], offset: int) -> Any:
+    """The storage position of each element of a strided view, as an array of its shape."""
+    at = B.xp.full(tuple(size), offset, dtype=B.xp.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        at += (B.arange(n, dtype=B.xp.int64) * s).reshape((n,) + (1,) * (len(size) - d - 1))
+    return at
 
 
 # ---- joining and padding -------------------------------------------------------------------------
