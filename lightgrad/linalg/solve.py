@@ -9,7 +9,7 @@ from collections import namedtuple
 from typing import Any
 
 from .. import backend as B
-from .._ops.linalg import _info_tensor, _register, _square, lu_factor_ex, lu_solve
+from .._ops.linalg import _broadcast_pair, _info_tensor, _register, _square, lu_factor_ex, lu_solve
 from ..function import LinAlgError, Solve
 from ..function.linalg import _lu_info
 from ..tensor import Tensor, _as_tensor
@@ -34,14 +34,7 @@ def solve(A: Tensor, B_: Tensor, *, left: builtins.bool = True) -> Tensor:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
                            f"({A.shape[-2]}x{A.shape[-1]} and {bm.shape[-2] if bm.ndim > 1 else bm.shape[0]}x"
                            f"{bm.shape[-1] if bm.ndim > 1 else 1})")
-    try:
-        batch = B.broadcast_shape(A.shape[:-2], bm.shape[:-2])
-    except ValueError:
-        raise RuntimeError(f"linalg.solve: the batch dims of A {list(A.shape[:-2])} and B "
-                           f"{list(bm.shape[:-2])} do not broadcast") from None
-    Ab = A.expand(batch + A.shape[-2:]) if A.shape[:-2] != batch else A
-    bb = bm.expand(batch + bm.shape[-2:]) if bm.shape[:-2] != batch else bm
-    x = Solve.apply(Ab, bb)
+    x = Solve.apply(*_broadcast_pair(A, bm, "linalg.solve"))
     return x.squeeze(-1) if vector else x
 
 

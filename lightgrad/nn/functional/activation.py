@@ -162,7 +162,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
-    return where((input > lambd) | (input < -lambd), input, 0.0)
+    return input.hardshrink(lambd)
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
@@ -187,14 +187,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """x for x > 0, else weight * x; a weight of several values applies per channel (dim 1)."""
-    w = weight
-    if weight.numel() > 1:
-        if input.ndim < 2 or input.shape[1] != weight.numel():
-            c = input.shape[1] if input.ndim >= 2 else 1
-            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                               f"{weight.numel()} and channel size = {c}.")
-        w = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    return where(input > 0, input, input * w)
+    return input.prelu(weight)
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
