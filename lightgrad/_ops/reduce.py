@@ -117,20 +117,20 @@ class ReduceMixin:
 
     def max(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Any:
         """``x.max()`` the largest value; ``x.max(dim)`` (values, indices); ``x.max(other)``."""
-        if isinstance(dim, Tensor):
-            return self.maximum(dim)
-        if dim is None:
-            _check_nonempty(self, None, "max")
-            return self.amax()
-        return self._extreme_dim(dim, keepdim, B.argmax, "max")
+        return self._extreme(dim, keepdim, "max")
 
     def min(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Any:
+        """``x.min()`` the smallest value; ``x.min(dim)`` (values, indices); ``x.min(other)``."""
+        return self._extreme(dim, keepdim, "min")
+
+    def _extreme(self: TensorSelf, dim: Any, keepdim: builtins.bool, name: str) -> Any:
+        """max or min (``name``): elementwise against a Tensor, over everything, or along ``dim``."""
         if isinstance(dim, Tensor):
-            return self.minimum(dim)
+            return self.maximum(dim) if name == "max" else self.minimum(dim)
         if dim is None:
-            _check_nonempty(self, None, "min")
-            return self.amin()
-        return self._extreme_dim(dim, keepdim, B.argmin, "min")
+            _check_nonempty(self, None, name)
+            return self.amax() if name == "max" else self.amin()
+        return self._extreme_dim(dim, keepdim, B.argmax if name == "max" else B.argmin, name)
 
     def _extreme_dim(self: TensorSelf, dim: builtins.int, keepdim: builtins.bool, arg: Any, name: str) -> Any:
         d = _dim(dim, self.ndim)
