@@ -45,7 +45,8 @@ digest sits in the same file, so whoever can edit the file can recompute it.
 
 Files from other tools (e.g. ``safetensors.torch.save_file(model.state_dict(), path)``) carry no
 lightgrad metadata: they load as a flat ``{name: Tensor}`` dict sorted by name, with no checksum to check.
-BF16 tensors in such files load as float32 (exactly: bfloat16 is float32's upper half).
+BF16 tensors load as lightgrad.bfloat16 (and bfloat16 tensors save as BF16); where the ml_dtypes package
+is missing they load as float32 (exactly: bfloat16 is float32's upper half).
 
 Files are written and read with NumPy alone: safetensors' own writer first builds the whole file in
 memory (about 3x slower than a raw write in our measurements), and its NumPy reader returns copies that
@@ -78,6 +79,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import io
 import hashlib
 import json
 import mmap as _mmap
@@ -95,17 +97,14 @@ import numpy as np
 import lightgrad
 
 from ..device import device
+from .atomic import _FREE_THREAD, _close_later, _fsync_dir, _hold, _new_temp, _remove_stale, replace_atomically  # noqa: F401
 from .checksum import _bytes_of, _cancel, _checksum, _copies, _copy_chunks, _digests, _pool
 from .format import (_CHUNK, _CODE_OF, _MAX_DEPTH, _MAX_HEADER, _SLICE, FORMAT, FORMAT_VERSION, CheckpointError,
                      _check_magic, _depth, _display, _is_path, _json, _K_FORMAT, _K_LIB, _K_SHA, _K_STRUCT, _K_VERSION,
                      _parse_header)
+from . import torch_format
 from .read import _finish, _read_copies, _views
 from .structure import _Decoder, _Flattener, _tensor
-
-try:
-    import fcntl as _fcntl
-except ImportError:  # Windows: no file locks, so stale temporary files are left alone there
-    _fcntl = None  # type: ignore[assignment]
 
 __all__ = ["CheckpointError", "save", "load", "verify"]
 
@@ -115,7 +114,6 @@ _RING = 4  # buffers when streaming: some being filled while the others are writ
 _BLOCK = 4096  # O_DIRECT's alignment of offsets, lengths and memory (any sector size up to 4 KiB)
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _PWRITE = hasattr(os, "pwrite")
-_FREE_THREAD = "lightgrad-free-replaced-checkpoint"
 _PREADV = hasattr(os, "preadv")
 _PLACEHOLDER = "0" * 64  # the checksum's place in the header, filled in once the hash is known
 
@@ -134,15 +132,36 @@ def _safetensors() -> Any:
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = None,
          pickle_protocol: Any = None, _use_new_zipfile_serialization: bool = True) -> None:
-    """Save tensors, state dicts and plain values as a verified safetensors checkpoint.
+    """Save tensors, state dicts and plain values: a verified safetensors checkpoint, or PyTorch's
+    zip format for a ``.pt``, ``.pth`` or ``.bin`` name.
 
     >>> lightgrad.save({"model": model.state_dict(), "optim": opt.state_dict(), "epoch": 3}, "ckpt.pt")
+
+    The format follows the name: a path (or a file object whose ``name``) ending in ``.pt``, ``.pth`` or
+    ``.bin`` gets ``torch.save``'s zip format (which ``torch.load(f, weights_only=True)`` reads, and
+    lightgrad.load; see lightgrad.serialization.torch_format), with a SHA-256 record that lightgrad checks
+    and PyTorch ignores; any other name gets safetensors. A whole ``nn.Module`` (or any other object
+    beyond tensors, numbers, strings and containers) is pickled, as PyTorch does, into the zip format
+    only: it loads with ``load(f, weights_only=False)``, for a file you trust. Safetensors files are never
+    pickles, so saving such an object under another name raises TypeError, except to a file object
+    without a name (a BytesIO), which then gets the zip format, as ``torch.save`` writes.
 
     A path is written atomically: to a temporary file in the same folder, flushed, fsynced and read back
     to verify it, then renamed over the target, so an error or crash mid-save leaves the previous file
     intact (the temporary files that crashed saves left behind are removed by the next save). The
-    pickle arguments exist for PyTorch compatibility and are ignored (nothing is pickled).
+    pickle arguments exist for PyTorch compatibility and are ignored (the pickle is always
+    protocol 2, torch.save's default); ``_use_new_zipfile_serialization=False`` writes PyTorch's legacy
+    format, as torch.save does (state only, and without the checksum, which that format has no place for).
     """
+    if _torch_name(f) or not _use_new_zipfile_serialization:
+        torch_format.save(obj, f, legacy=not _use_new_zipfile_serialization)
+        return
+    if not _is_path(f) and getattr(f, "name", None) is None:
+        try:
+            _Flattener().encode(obj, [])
+        except TypeError:  # not safetensors material: torch.save's format, as torch would write
+            torch_format.save(obj, f)
+            return
     flat = _Flattener()
     structure = flat.encode(obj, [])  # raises before anything is written
     arrays = flat.arrays
@@ -168,6 +187,11 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes], pickle_module: Any = N
         finally:
             _cancel(chunks)
 
+
+
+def _torch_name(f: Any) -> bool:
+    name = os.fspath(f) if _is_path(f) else getattr(f, "name", None)
+    return isinstance(name, str) and name.lower().endswith(torch_format.SUFFIXES)
 
 
 def _lib_version() -> str:
@@ -205,41 +229,8 @@ def _write_file(fh: IO[bytes], header: bytes, parts: Iterable[np.ndarray]) -> No
 
 def _save_atomic(arrays: dict[str, np.ndarray], meta: dict[str, str],
                  entries: dict[str, tuple[str, list[int], int]], pool: ThreadPoolExecutor, target: str) -> None:
-    target = os.path.realpath(target)  # through a symlink, so the link survives and points at the new file
-    folder, base = os.path.split(target)
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"can't save to {target!r}: folder {folder!r} does not exist")
-    _remove_stale(folder, base)  # first: a killed save's temporary file may be what filled the disk
-    tmp, fd = _new_temp(folder, base)
-    old = None
-    try:
-        _write_temp(fd, arrays, meta, entries, pool)
-        if os.name != "posix":  # Windows can't rename an open file (and has no lock to keep)
-            os.close(fd)
-            fd = -1
-        _verify_written(tmp, target)
-        old = _hold(target)
-        os.replace(tmp, target)
-    except BaseException:
-        if old is not None:
-            os.close(old)
-        if fd >= 0:
-            os.close(fd)
-            fd = -1
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
-    finally:
-        # until here the descriptor, and with it the lock that tells other saves this file is live,
-        # was held: the file has its final name now, or is gone
-        if fd >= 0:
-            os.close(fd)
-        _forget(tmp)
-    try:
-        _fsync_dir(folder)
-    finally:
-        if old is not None:
-            _close_later(old)
+    replace_atomically(target, lambda fd: _write_temp(fd, arrays, meta, entries, pool),
+                       lambda tmp: _verify_written(tmp, os.path.realpath(target)))
 
 
 def _write_temp(fd: int, arrays: dict[str, np.ndarray], meta: dict[str, str],
@@ -273,122 +264,6 @@ def _verify_written(tmp: str, target: str) -> None:
     except CheckpointError as e:
         raise CheckpointError(f"save to {target!r} failed, the previous file is unchanged: the file written "
                               f"does not verify ({e})") from None
-
-
-# Temporary files. A save writes ``.<name>.<8 hex digits>.tmp`` next to the target and renames it over
-# the target at the end; a process killed mid-save (kill -9, the OOM killer, a power cut) leaves it
-# behind, and nothing else would remove it, so each save removes those of its own target first. A
-# live save in another thread or process must keep its file, and names, pids and ages can't tell: a
-# pid may be reused, or belong to another container's namespace (every container's first process is
-# pid 1), and a live save may go minutes without touching its file (an fsync, the read-back). So
-# liveness is a lock: a save holds an exclusive flock on its temporary file until it is renamed; the
-# kernel drops the lock when its holder dies, however it dies; whoever then gets the lock may remove
-# the file. Saves in this process are also listed in _LIVE (where flock is emulated with POSIX locks,
-# on NFS, a process doesn't conflict with itself). Where there are no locks (Windows) nothing is removed.
-_LIVE: set[str] = set()
-_LIVE_LOCK = threading.Lock()
-
-
-def _new_temp(folder: str, base: str) -> tuple[str, int]:
-    """Create, lock and register a fresh temporary file for the target ``folder/base``."""
-    while True:
-        tmp = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp")
-        with _LIVE_LOCK:
-            _LIVE.add(tmp)  # before it exists: a save in another thread never takes it for stale
-        try:
-            # O_EXCL with mode 0o666: a fresh name, and the usual umask-based permissions (not 0600)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-        except FileExistsError:
-            _forget(tmp)
-            continue
-        except BaseException:
-            _forget(tmp)
-            raise
-        # another process may have taken the new file for stale between its creation and our lock; then
-        # the name is gone (or another file's), and we start again with a new one
-        if not _lock(fd, wait=True) or _same_file(tmp, fd):
-            return tmp, fd
-        os.close(fd)
-        _forget(tmp)
-
-
-def _forget(tmp: str) -> None:
-    with _LIVE_LOCK:
-        _LIVE.discard(tmp)
-
-
-def _remove_stale(folder: str, base: str) -> None:
-    """Remove the temporary files of the target ``folder/base`` whose saves are dead (see above).
-    Best effort: whatever can't be checked or removed is left as it is."""
-    if _fcntl is None:
-        return
-    pattern = re.compile(rf"\.{re.escape(base)}\.[0-9a-f]{{8}}\.tmp")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for n in names:
-        path = os.path.join(folder, n)
-        if not pattern.fullmatch(n):
-            continue
-        with _LIVE_LOCK:
-            if path in _LIVE:  # a save of this process, in another thread
-                continue
-        try:  # O_RDWR: NFS locks a file exclusively only when it is open for writing; O_NOFOLLOW: no links
-            fd = os.open(path, os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
-            continue
-        try:
-            if stat.S_ISREG(os.fstat(fd).st_mode) and _lock(fd, wait=False) and _same_file(path, fd):
-                os.remove(path)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
-def _lock(fd: int, wait: bool) -> bool:
-    """Take an exclusive flock on ``fd``; False if another holds it (``wait=False``) or there are no locks."""
-    if _fcntl is None:
-        return False
-    try:
-        _fcntl.flock(fd, _fcntl.LOCK_EX | (0 if wait else _fcntl.LOCK_NB))
-    except OSError:  # held elsewhere, or no locks on this file system (ENOLCK, EOPNOTSUPP)
-        return False
-    return True
-
-
-def _same_file(path: str, fd: int) -> bool:
-    try:
-        return os.path.samestat(os.stat(path, follow_symlinks=False), os.fstat(fd))
-    except OSError:
-        return False
-
-
-def _close_later(fd: int) -> None:
-    """Close the replaced file in the background. Its last close frees its blocks, which can take a
-    third of the time its writing took (discards, on SSDs); the new file and its name are on disk
-    already, so nothing waits for it."""
-    try:
-        threading.Thread(target=os.close, args=(fd,), name=_FREE_THREAD, daemon=True).start()
-    except RuntimeError:  # no thread to be had (at interpreter shutdown): close it here
-        os.close(fd)
-
-
-def _hold(target: str) -> int | None:
-    """An open descriptor on the file about to be replaced, so that the rename only drops a name and
-    freeing its blocks waits for our ``os.close``; None where there is none (or on Windows, where an
-    open file can't be replaced)."""
-    if os.name != "posix":
-        return None
-    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
-        fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        return fd
-    os.close(fd)
-    return None
 
 
 def _write_streamed(fd: int, header: bytes, named: list[tuple[str, np.ndarray]], at: int,
@@ -593,36 +468,55 @@ def _pwrite_all(fd: int, buf: np.ndarray, offset: int) -> None:
         view, offset = view[n:], offset + n
 
 
-def _fsync_dir(folder: str) -> None:
-    # makes the rename itself durable; not possible on every OS (Windows), where it is skipped
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 # ---- load -------------------------------------------------------------------------------------
 
-def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weights_only: Any = None, *,
-         mmap: bool | None = None, **kwargs: Any) -> Any:
-    """Load what ``save`` wrote (or any safetensors file) after checking its format and checksum.
+def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any) -> Any:
+    """Load a checkpoint: what ``save`` wrote, any safetensors file, or any ``torch.save`` file.
 
-    >>> model.load_state_dict(lightgrad.load("model.safetensors"))
+    >>> model.load_state_dict(lightgrad.load("pytorch_model.bin"))
 
-    Never runs code from the file (there is no pickle); a ``torch.save`` pickle is refused with a note
-    on converting it. ``mmap=True`` maps the tensors copy-on-write instead of reading them into memory.
-    Everything loads on the CPU: ``map_location`` may name it, ``weights_only`` is accepted and moot.
-    Raises ``CheckpointError`` (a ValueError) naming the file and the problem.
+    The format is read from the file's first bytes. PyTorch's files (the zip format and the legacy
+    one) load as ``torch.load(weights_only=True)`` loads them, and by default (``weights_only=None``,
+    True since PyTorch 2.6) without running code from the file: only tensors, Parameters, dtypes,
+    sizes and plain containers are admitted (lightgrad.serialization.unpickler), and any other
+    pickle, such as a whole pickled Module, is refused with PyTorch's message. ``weights_only=False``
+    unpickles anything, for a file you trust. Views that shared a storage share memory again.
+
+    ``mmap=True`` maps the tensors copy-on-write instead of reading them (zero-copy: a PyTorch zip's
+    records are 64-byte aligned); for PyTorch's formats only with a path and the zip format, as in
+    PyTorch. Everything loads on the CPU: ``map_location`` is applied as PyTorch applies it (a device
+    or string, a dict of locations, or a callable ``(storage, location)``) and must end on the CPU.
+    Safetensors files are never pickles, so ``weights_only`` is moot for them. A corrupted or refused
+    file raises ``CheckpointError`` (a ValueError) naming the file and the problem.
     """
     if map_location is not None and not (callable(map_location) or isinstance(map_location, dict)):
         device(map_location)  # raises for a device lightgrad doesn't have, as PyTorch does
-    if kwargs:
-        raise TypeError(f"load() got unexpected keyword arguments {sorted(kwargs)}")
+    if weights_only is None:
+        weights_only = True
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    unknown = sorted(set(pickle_load_args) - {"encoding"})
+    if unknown:
+        raise TypeError(f"load() got unexpected keyword arguments {unknown}")
+    name = _display(f)
+    data = None
+    if isinstance(f, str | os.PathLike):
+        with open(f, "rb") as fh:
+            head = fh.read(16)
+    else:
+        got = f.read()
+        if not isinstance(got, bytes | bytearray):
+            raise TypeError(f"expected a binary file object, but read() returned {type(got).__name__}")
+        data, head = bytes(got), bytes(got[:16])
+    if torch_format.kind(head) is not None:
+        return torch_format.load(f, name, data, map_location, bool(weights_only), bool(mmap))
+    if data is not None:  # the bytes already read, under the file object's name (for messages)
+        buf: Any = io.BytesIO(data)
+        shown = getattr(f, "name", None)
+        if shown:
+            buf.name = shown
+        f = buf
     meta, arrays, name = _read(f, "map" if mmap else "copy")
     if _K_FORMAT not in meta:
         return {n: _tensor(arrays[n]) for n in sorted(arrays)}

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as D
+
 FORMAT = "checkpoint"
 FORMAT_VERSION = 1
 _CHUNK = 4 << 20  # bytes per hashed chunk (part of the checksum's definition)
@@ -32,6 +34,10 @@ _CODES: dict[str, np.dtype] = {
     "I64": np.dtype(np.int64), "I32": np.dtype(np.int32), "I16": np.dtype(np.int16),
     "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
 }
+try:  # bfloat16 is lightgrad's where ml_dtypes is installed; BF16 is read as float32 where it isn't
+    _CODES["BF16"] = np.dtype(D.bfloat16.np)
+except (AttributeError, ModuleNotFoundError):
+    pass
 _CODE_OF = {v: k for k, v in _CODES.items()}
 
 
@@ -55,11 +61,8 @@ def _check_magic(head: bytes, size: int, name: str) -> None:
     zip_file = head[:4] == b"PK\x03\x04"
     if zip_file or (len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5):
         kind = "zip archive (torch.save's format)" if zip_file else "pickle (torch.save's legacy format)"
-        raise CheckpointError(
-            f"checkpoint {name} is a PyTorch {kind}; lightgrad never unpickles, because unpickling runs "
-            "code from the file. Convert it once in PyTorch, if you trust its source: "
-            "`sd = torch.load(path, weights_only=True)` (for a whole model: `sd = model.state_dict()`), then "
-            "`safetensors.torch.save_file(sd, 'model.safetensors')`, and lightgrad.load('model.safetensors')")
+        raise CheckpointError(f"checkpoint {name} is a PyTorch {kind}: lightgrad.load reads it (as "
+                              "torch.load(weights_only=True) does); verify() checks safetensors checkpoints only")
     if size < 8:
         raise CheckpointError(f"checkpoint {name} is truncated: {size} bytes, but a safetensors file "
                               "starts with an 8-byte header length")
@@ -95,7 +98,7 @@ def _parse_header(buf: Any, size: int, name: str) -> tuple[dict[str, tuple[str, 
             raise bad(f"tensor {key!r} has dtype {code!r}, expected a string such as 'F32'")
         if code not in _CODES and code != "BF16":
             raise CheckpointError(f"checkpoint {name}: tensor {key!r} has dtype {code!r}, which lightgrad "
-                                  f"can't hold (supported: {', '.join(_CODES)}, and BF16 as float32)")
+                                  f"can't hold (supported: {', '.join(_CODES)}{'' if 'BF16' in _CODES else ', and BF16 as float32'})")
         if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
             raise bad(f"tensor {key!r} has shape {shape!r}, expected a list of non-negative integers")
         if len(shape) > _MAX_DIMS:

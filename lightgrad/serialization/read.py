@@ -14,7 +14,7 @@ import numpy as np
 from .checksum import _cancel, _checksum, _hash_chunks, _pool, _results
 from .format import _CHUNK, _CODES, _K_SHA, _SLICE, CheckpointError, _check_meta
 
-_BF16 = np.dtype("<u2")  # read as raw bits, widened to float32
+_BF16 = np.dtype("<u2")  # BF16 without ml_dtypes: read as raw bits, widened to float32
 
 
 def _views(buf: Any, entries: dict[str, tuple[str, list[int], int, int]], start: int) -> dict[str, np.ndarray]:
@@ -100,7 +100,7 @@ def _widen(arrays: dict[str, np.ndarray], entries: dict[str, tuple[str, list[int
            mapped: bool) -> dict[str, np.ndarray]:
     for n, (code, _s, _b, _e) in entries.items():
         a = arrays[n]
-        if code == "BF16":
+        if code == "BF16" and a.dtype == _BF16:  # (no ml_dtypes: raw bits, widened)
             arrays[n] = (a.astype(np.uint32) << 16).view(np.float32)
         elif mapped and not (a.flags.writeable and a.flags.aligned):
             # tensors must be writable (a bytes buffer is not) and aligned (a foreign file's may not be)
