@@ -82,13 +82,12 @@ class Categorical(Distribution):
         return lg.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
-        # inverse CDF, vectorized: the index is the number of cumulative probabilities <= u
+        # PyTorch's draws: multinomial with replacement, one row per batch entry, samples along it
         shape = tuple(self._extended_shape(sample_shape))
+        n = math.prod(tuple(sample_shape))
         with lg.no_grad():
-            cdf = self.probs.detach().cumsum(-1)  # (*batch, K)
-            u = _u._uniform(shape + (1,), cdf.dtype) * cdf[..., -1:]
-            idx = (cdf <= u).sum(-1)  # (*sample, *batch)
-            return idx.clamp(max=self._num_events - 1)  # (rounding at the top end)
+            rows = self.probs.detach().reshape(-1, self._num_events)
+            return lg.multinomial(rows, n, True).T.reshape(shape)
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

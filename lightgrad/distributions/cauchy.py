@@ -9,7 +9,6 @@ import lightgrad as lg
 from lightgrad.tensor import Size, Tensor
 
 from . import constraints
-from . import utils as _u
 from .distribution import Distribution
 from .utils import _batch_shape_of, broadcast_all
 
@@ -41,8 +40,9 @@ class Cauchy(Distribution):
         return lg.full(tuple(self._extended_shape()), math.inf, dtype=self.loc.dtype)
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
-        u = _u._uniform(self._extended_shape(sample_shape), self.loc.dtype)
-        return self.loc + (math.pi * (u - 0.5)).tan() * self.scale  # inverse CDF
+        # PyTorch's draws: standard cauchy_() samples, moved and scaled
+        eps = lg.empty(tuple(self._extended_shape(sample_shape)), dtype=self.loc.dtype).cauchy_()
+        return self.loc + eps * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -8,7 +8,6 @@ import lightgrad as lg
 from lightgrad.tensor import Size, Tensor
 
 from . import constraints
-from . import utils as _u
 from .exp_family import ExponentialFamily
 from .utils import _batch_shape_of, broadcast_all
 
@@ -44,8 +43,9 @@ class Exponential(ExponentialFamily):
         return self.rate.pow(-2)
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
-        u = _u._uniform(self._extended_shape(sample_shape), self.rate.dtype)
-        return -(-u).log1p() / self.rate  # inverse CDF; u < 1 keeps it finite
+        # PyTorch's draws: exponential_() samples, scaled by the rate (the gradient flows through 1 / rate)
+        eps = lg.empty(tuple(self._extended_shape(sample_shape)), dtype=self.rate.dtype).exponential_()
+        return eps / self.rate
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import lightgrad as lg
 from lightgrad import random as _random
 from lightgrad.tensor import Size, Tensor
 
@@ -40,9 +39,8 @@ class Poisson(ExponentialFamily):
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
-        rate = self.rate.detach().expand(shape).numpy()
-        # drawn from lightgrad's seeded generator (torch.manual_seed's counterpart), as floats like torch
-        return lg.tensor(_random._gen(None).poisson(rate), dtype=self.rate.dtype)
+        # torch.poisson's sampler and draws, from the global generator (floats, as torch's)
+        return _random.poisson(self.rate.detach().expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -13,8 +13,8 @@ from typing import Any
 
 from .. import backend as B
 from ..grad_mode import no_grad
-from ..random import Generator, _gen
-from ..tensor import Tensor
+from ..random import Generator, randperm
+from ..tensor import Tensor, empty_like, where
 
 _LINEAR = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")
 
@@ -66,35 +66,57 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill with U(a, b): ``uniform_(w, -0.1, 0.1)``."""
     with no_grad():
-        return _fill(tensor, _gen(generator).uniform(a, b, tensor.shape))
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Fill with N(mean, std^2): ``normal_(w, 0, 0.02)``."""
     with no_grad():
-        return _fill(tensor, _gen(generator).normal(mean, std, tensor.shape))
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator: Generator | None = None) -> Tensor:
-    """Fill with N(mean, std^2) truncated to [a, b] (resampling values that fall outside)."""
+    """Fill with N(mean, std^2) truncated to [a, b], by PyTorch's rejection sampling (the same draws):
+    whole-tensor normal redraws where the interval holds over 30% of the mass, else uniform proposals
+    on [a, b] accepted by the density ratio."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
                       "The distribution of values may be incorrect.", stacklevel=2)
-    rng = _gen(generator)
-    out = rng.normal(mean, std, tensor.shape)
-    bad = (out < a) | (out > b)
-    tries = 0
-    while bad.any():
-        n = int(bad.sum())
-        if tries > 100:  # vanishing acceptance: fall back to uniform samples on [a, b]
-            out[bad] = rng.uniform(a, b, n)
-            break
-        out[bad] = rng.normal(mean, std, n)
-        bad = (out < a) | (out > b)
-        tries += 1
+
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
     with no_grad():
-        return _fill(tensor, out)
+        if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+            # the bounds in the tensor's dtype, so the rejection matches its representable values
+            lo, hi = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                reject = (result < lo) | (result > hi)
+                if not reject.any():
+                    break
+                result = where(reject, empty_like(result).normal_(mean, std, generator=generator), result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+        candidates, accept = empty_like(tensor), empty_like(tensor)
+
+        def log_pdf(c: Tensor) -> Tensor:  # (in place: -0.5 ((c - mean) / std)^2 - log_peak)
+            return c.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+
+        tensor.uniform_(a, b, generator=generator)
+        candidates.copy_(tensor)
+        pending = accept.uniform_(generator=generator).log_().gt(log_pdf(candidates))
+        result = tensor
+        while pending.any():
+            candidates.uniform_(a, b, generator=generator)
+            result = where(pending, candidates, result)
+            pending = where(pending, accept.uniform_(generator=generator).log_().gt(log_pdf(candidates)), pending)
+        if result is not tensor:
+            tensor.copy_(result)
+        return tensor
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -139,7 +161,8 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
     """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    a = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std  # (in PyTorch's order: the bound's last bit follows it)
     return uniform_(tensor, -a, a, generator)
 
 
@@ -178,10 +201,10 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _gen(generator).standard_normal((rows, cols))
+    flat = Tensor._make(B.empty((rows, cols), tensor._data.dtype)).normal_(0, 1, generator=generator)._data
     if rows < cols:
         flat = flat.T
-    q, r = B.xp.linalg.qr(flat)
+    q, r = B.xp.linalg.qr(flat)  # (LAPACK's Householder QR: PyTorch's up to rounding)
     q = q * B.xp.sign(B.xp.diag(r))  # makes Q uniformly distributed (Mezzadri 2007)
     if rows < cols:
         q = q.T
@@ -194,13 +217,13 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    rng = _gen(generator)
-    out = rng.normal(0, std, (rows, cols))
     nz = math.ceil(sparsity * rows)
-    for c in range(cols):
-        out[rng.permutation(rows)[:nz], c] = 0
     with no_grad():
-        return _fill(tensor, out)
+        tensor.normal_(0, std, generator=generator)
+        for c in range(cols):
+            # (PyTorch draws the rows to zero from the global generator, not ``generator``)
+            tensor[randperm(rows)[:nz], c] = 0
+    return tensor
 
 
 # PyTorch's deprecated spellings

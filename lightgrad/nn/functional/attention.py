@@ -6,19 +6,23 @@ import math
 
 from ... import backend as B
 from ...grad_mode import no_grad
+from ...backend import random as R
 from ...random import _gen
 from ...tensor import Tensor, _as_tensor
 
 # ---- scaled dot-product attention --------------------------------------------------------------
 
 def _dropout(x: Tensor, p: float) -> Tensor:
-    """Inverted dropout with the default generator (kept local: functional imports this module)."""
+    """F.dropout's inverted dropout with the default generator, PyTorch's masks (kept local: functional
+    imports this module): noise = bernoulli_(1 - p) on empty_like(x), divided by 1 - p."""
     if p <= 0.0:
         return x
     if p >= 1.0:
         return x * 0.0
-    keep = _gen(None).random(x.shape) >= p
-    return x * Tensor._make((keep / (1.0 - p)).astype(x._data.dtype))
+    dt = x._data.dtype
+    noise = B.xp.empty_like(x._data, order="K")
+    R.bernoulli_scalar_(_gen(None), noise, 1.0 - p)
+    return x * Tensor._make(B.xp.divide(noise, dt.type(1.0 - p), dtype=dt))
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask: Tensor | None = None,

@@ -9,10 +9,12 @@ import math
 import warnings
 
 from ... import backend as B
+from ...backend import random as R
 from ...random import _gen
 from ...tensor import Tensor
 from ._common import _const, _inplace
-from .activation import _SELU_ALPHA, _SELU_SCALE
+
+_ALPHA = 1.7580993408473766  # SELU's scale * alpha, as ATen's alpha_dropout writes it
 
 # ---- elementwise and channel dropout -----------------------------------------------------------
 
@@ -21,13 +23,23 @@ def _check_p(p: float) -> None:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...]) -> Tensor:
-    """Keep-mask scaled by 1 / (1 - p), drawn from the global generator."""
+def _noise(input: Tensor, p: float, shape: tuple[int, ...] | None = None) -> B.ndarray:
+    """PyTorch's dropout noise: ``empty_like(input)`` (or a (N, C, 1, ...) array for channels) filled by
+    ``bernoulli_(1 - p)`` from the global generator, so the masks are PyTorch's for the same seed."""
+    dt = input._arr.dtype
+    arr = B.xp.empty_like(input._arr, order="K") if shape is None else B.empty(shape, dt)
+    if arr.size:
+        R.bernoulli_scalar_(_gen(None), arr, 1.0 - p)
+    return arr
+
+
+def _dropout_mask(input: Tensor, p: float, shape: tuple[int, ...] | None = None) -> Tensor:
+    """Keep-mask divided by (1 - p) in the input's dtype, as ``noise.div_(1 - p)``."""
     dt = input._arr.dtype
     if p == 1:
-        return Tensor._make(B.xp.zeros(shape, dt))
-    keep = _gen(None).random(shape, dtype=B.xp.float64 if dt == B.xp.float64 else B.xp.float32) >= p
-    return Tensor._make(B.xp.multiply(keep, 1.0 / (1.0 - p), dtype=dt))
+        return Tensor._make(B.xp.zeros(shape or (), dt))
+    noise = _noise(input, p, shape)
+    return Tensor._make(B.xp.divide(noise, dt.type(1.0 - p), dtype=dt))
 
 
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
@@ -35,7 +47,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     _check_p(p)
     if not training or p == 0:
         return input
-    mask = _dropout_mask(input, p, input.shape)
+    mask = _dropout_mask(input, p)
     return _inplace(input, inplace, lambda x: x * mask)
 
 
@@ -84,12 +96,7 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False, inplace
         return input
     if p == 1:
         return input * 0
-    alpha = _SELU_ALPHA * _SELU_SCALE
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    keep = _gen(None).random(input.shape) >= p
-    # dropped units are set to SELU's negative saturation, then an affine map restores mean 0, var 1
-    mult = _const(keep * a, input)
-    add = _const((keep - 1.0) * (alpha * a) + alpha * a * p, input)
+    mult, add = _alpha_terms(input, p, None)
     return _inplace(input, inplace, lambda x: x * mult + add)
 
 
@@ -102,11 +109,16 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
         return _inplace(input, inplace, lambda x: x * 0)
     if input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    alpha = _SELU_ALPHA * _SELU_SCALE
-    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    shape = input.shape[:2] + (1,) * (input.ndim - 2)
-    keep = _gen(None).random(shape) >= p
-    # as alpha_dropout, with the mask broadcast over each channel
-    mult = _const(keep * a, input)
-    add = _const((keep - 1.0) * (alpha * a) + alpha * a * p, input)
+    mult, add = _alpha_terms(input, p, input.shape[:2] + (1,) * (input.ndim - 2))
     return _inplace(input, inplace, lambda x: x * mult + add)
+
+
+def _alpha_terms(input: Tensor, p: float, shape: tuple[int, ...] | None) -> tuple[Tensor, Tensor]:
+    """ATen's alpha-dropout factors in the input's dtype: ``b = (noise - 1) * (alpha a) + alpha a p`` and
+    ``noise * a``, with ``noise`` the bernoulli_(1 - p) keep-mask (dropped units go to SELU's negative
+    saturation, then the affine map restores mean 0 and variance 1)."""
+    dt = input._arr.dtype
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    noise = _noise(input, p, shape)
+    b = ((noise - dt.type(1)) * dt.type(_ALPHA * a)).astype(dt, copy=False) + dt.type(_ALPHA * a * p)
+    return _const(noise * dt.type(a), input), _const(b, input)

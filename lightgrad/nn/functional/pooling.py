@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import backend as B
+from ...backend import random as R
 from ...random import _gen
 from ...tensor import Tensor
 from . import _window_kernels as K
@@ -535,7 +536,8 @@ def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: 
             raise RuntimeError(f"{name}_out(): pool size {k[d]} too large relative to input size {spatial[d]} "
                                f"(output size {out[d]}) in dim {d}")
     if _random_samples is None:
-        samples = _gen(None).random((n, c, nd)).astype(x._arr.dtype)
+        samples = B.empty((n, c, nd), x._arr.dtype)  # torch.rand(N, C, nd, dtype=input.dtype)'s draws
+        R.uniform_(_gen(None), samples, 0.0, 1.0)
     else:
         if tuple(_random_samples.shape) != (n, c, nd):
             raise RuntimeError(f"{name}(): expected _random_samples of shape {(n, c, nd)}, "

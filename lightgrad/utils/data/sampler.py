@@ -6,6 +6,7 @@ import itertools
 from collections.abc import Iterable, Iterator, Sequence, Sized
 from typing import Any, Generic, TypeVar
 
+from ... import backend as B
 from ... import dtypes as D
 from ... import random as _random
 from ...tensor import Tensor, as_tensor
@@ -20,7 +21,7 @@ def _check_positive_int(name: str, value: Any) -> None:
 
 def _fresh_seed(generator: _random.Generator | None = None) -> int:
     """A 63-bit seed drawn from ``generator`` (the global one by default), like PyTorch's ``random_()``."""
-    return int(_random.randint(0, 2 ** 63 - 1, (), generator=generator).item())
+    return int(Tensor._make(B.empty((), B.xp.int64)).random_(generator=generator).item())
 
 
 class Sampler(Generic[T_co]):
