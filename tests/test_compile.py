@@ -103,7 +103,9 @@ def test_replayed_steps_allocate_nothing_and_plan_reuses_memory(name: str) -> No
     # Python objects; one eager step of these models makes arrays of megabytes
     assert peak < 128 * 1024, f"peak traced allocation {peak} bytes"
     (st,) = compiled.stats().values()
-    assert st["plan_bytes"] <= 0.7 * st["intermediate_bytes"], st
+    # (0.71: the native ReLU gradient makes no boolean mask, so the mlp's intermediates shrink by
+    # 24 KiB while its plan stays 1.64 MB: 0.700 of them, 0.693 on the NumPy path)
+    assert st["plan_bytes"] <= 0.71 * st["intermediate_bytes"], st
 
 
 def test_new_shapes_trace_again_and_stay_exact() -> None:

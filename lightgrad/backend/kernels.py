@@ -1,5 +1,6 @@
-"""Fused kernels over cache blocks: erf and GELU (with its derivative) in one blocked pass each, and
-the layer norm's backward by blocks of rows."""
+"""Fused kernels: GELU (with its derivative), layer norm forward and backward, ReLU and its mask, and
+the Adam update. Each runs the native kernel (backend/native) on a float32 C-contiguous array and
+otherwise its NumPy path: erf and GELU in one blocked pass each, the layer norm by blocks of rows."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .elementwise import add, cast, empty, exp, multiply, zeros
-from .reductions import _ones
+from . import native
+from .elementwise import (add, cast, copy, divide, empty, exp, iadd, imul, less_equal, logical_not, mask, maximum, multiply,
+                          sqrt, subtract, zeros)
+from .reductions import _ones, reduce, rowdot
 from .shapes import Array
 from .special import _erf64
 from .threads import _big, parallel
@@ -23,6 +26,15 @@ _SIGN32 = np.uint32(0x80000000)
 # Abramowitz-Stegun 7.1.26: erf(z) = 1 - t (a1 + t (a2 + ...)) exp(-z^2), t = 1 / (1 + p z), z >= 0
 _AS_P = 0.3275911
 _AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)  # a1 .. a5
+
+
+def _native(x: Any) -> Any:
+    """The native kernels if they take ``x`` (a float32, C-contiguous, large enough array), else None."""
+    k = native.kernels
+    if k is None or type(x) is not np.ndarray or x.dtype != np.float32 or x.size < native.MIN_SIZE \
+            or not x.flags.c_contiguous:
+        return None
+    return k
 
 
 def _blocked(kernel: Any, x: np.ndarray, nout: int, nscratch: int) -> list[np.ndarray]:
@@ -170,9 +182,39 @@ def gelu(x: Array, approximate: str, deriv: bool) -> tuple[Array, Array | None]:
     if x.dtype not in (np.float32, np.float64):
         out, d = gelu(x.astype(np.float32), approximate, deriv)
         return cast(out, x.dtype), (None if d is None else cast(d, x.dtype))
+    k = _native(x)
+    if k is not None:  # one pass; its erf is more accurate than the blocked one (see kernels.c)
+        out, dv = empty(x.shape, x.dtype), (empty(x.shape, x.dtype) if deriv else None)
+        k.gelu(x, out, dv, approximate == "tanh")
+        return out, dv
     kernel = _gelu_block if approximate == "none" else _gelu_tanh_block
     res = _blocked(kernel, x, 2 if deriv else 1, 3)
     return res[0], (res[1] if deriv else None)
+
+
+def layer_norm(x: Array, w: Array | None, b: Array | None, eps: float) -> tuple[Array, Array, Array]:
+    """(out, xhat, rstd): the layer norm of the rows of a 2-D array, xhat = (x - mean) rstd with
+    rstd = 1 / sqrt(var + eps) as an (N, 1) column, and out = xhat w + b (w, b: (n,) or None) as a
+    fresh array (never xhat itself, which the caller saves)."""
+    N, n = x.shape
+    k = _native(x)
+    if k is not None and (w is None or _native(w) is not None) and (b is None or _native(b) is not None):
+        out, xhat, rstd = empty(x.shape, x.dtype), empty(x.shape, x.dtype), empty((N, 1), x.dtype)
+        k.layer_norm(x, w, b, out, xhat, rstd, n, eps)
+        return out, xhat, rstd
+    # rows of n entries: row sums are matrix-vector products, row dot products einsums, and the
+    # full-size temporaries are updated in place (two allocations instead of five)
+    inv_n = 1.0 / max(n, 1)
+    xc = subtract(x, multiply(reduce(add, x, (1,), True), inv_n))
+    var = multiply(rowdot(xc, xc), inv_n)
+    rstd = divide(1.0, sqrt(add(var, eps)))
+    xhat = imul(xc, rstd)
+    if w is None and b is None:
+        return copy(xhat), xhat, rstd
+    out = multiply(xhat, w) if w is not None else copy(xhat)
+    if b is not None:
+        iadd(out, b)
+    return out, xhat, rstd
 
 
 _LN_BLOCK = 1 << 16  # entries per block of layer_norm_backward_: fewer, larger blocks pay there (fewer calls)
@@ -196,6 +238,11 @@ def layer_norm_backward_(g: Array, xhat: Array, rstd: Array, w: Array | None, in
     a BLAS matrix-vector product (over g, or over p = g xhat), and rstd w enters as one
     outer-product matrix: g w is never formed, and only two passes broadcast a column."""
     N, n = xhat.shape
+    k = _native(xhat)
+    if k is not None and _native(g) is not None and _native(rstd) is not None and (w is None or _native(w) is not None):
+        cw, cb = (empty((n,), xhat.dtype) if need[1] else None), (empty((n,), xhat.dtype) if need[2] else None)
+        k.layer_norm_backward(g, xhat, rstd, w, xhat if need[0] else None, cw, cb, n)
+        return (xhat if need[0] else None), cw, cb
     rows = max(1, min(N, _LN_BLOCK // max(n, 1)))
     dt = xhat.dtype
     ones = _ones(max(n, rows), dt)
@@ -245,3 +292,98 @@ def layer_norm_backward_(g: Array, xhat: Array, rstd: Array, w: Array | None, in
         rk *= gc
         xc += rk
     return (xhat if need[0] else None), gw, gb
+
+
+# ---- ReLU --------------------------------------------------------------------------------------
+
+def relu(x: Array) -> Array:
+    """max(x, 0), as PyTorch's clamp_min: NaN stays NaN (and the kernel keeps -0.0, as PyTorch)."""
+    k = _native(x)
+    if k is not None:
+        out = empty(x.shape, x.dtype)
+        k.relu(x, out)
+        return out
+    return maximum(x, x.dtype.type(0))
+
+
+def relu_backward(g: Array, out: Array) -> Array:
+    """ReLU's input gradient from its output, PyTorch's threshold_backward: 0 where out <= 0, else g
+    (so a NaN output passes its gradient, as PyTorch's does)."""
+    k = _native(out)
+    if k is not None and _native(g) is not None and g.shape == out.shape:
+        gx = empty(out.shape, out.dtype)
+        k.relu_backward(g, out, gx)
+        return gx
+    return mask(g, logical_not(less_equal(out, 0)))
+
+
+# How a compiled replay calls these into its planned buffer (see reductions' ``raw``): the native
+# kernel when it takes the arrays, else NumPy's own call; the gradient only where the kernel took
+# the traced arrays (NumPy's mask needs a temporary the plan does not hold).
+def _relu_into(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    k = _native(x)
+    if k is not None and _native(out) is not None and out.shape == x.shape:
+        k.relu(x, out)
+        return out
+    return np.maximum(x, x.dtype.type(0), out=out)
+
+
+def _relu_backward_into(g: np.ndarray, y: np.ndarray, out: np.ndarray) -> np.ndarray:
+    k = _native(y)
+    if k is not None and _native(g) is not None and _native(out) is not None and g.shape == y.shape == out.shape:
+        k.relu_backward(g, y, out)
+        return out
+    return np.multiply(g, np.logical_not(np.less_equal(y, 0)), out=out, dtype=g.dtype)
+
+
+relu.raw = lambda x: (_relu_into, (0,), {}) if isinstance(x, np.ndarray) else None  # type: ignore[attr-defined]
+relu_backward.raw = lambda g, y: (  # type: ignore[attr-defined]
+    (_relu_backward_into, (0, 1), {}) if _native(y) is not None and _native(g) is not None and g.shape == y.shape
+    else None)
+
+
+# ---- Adam --------------------------------------------------------------------------------------
+
+def adam_(p: Array, g: Array, m: Array, v: Array, vmax: Array | None, shrink: float | None, wd: float,
+          maximize: bool, lerp_mode: bool, lerp_k: float, beta2: float, one_minus_beta2: float, neg_step: float,
+          eps: float) -> bool:
+    """The Adam update of one chunk of flat float32 buffers in place, in one native pass, with the
+    float32 operations of the optimizer's NumPy rule in their order (so its results are the same):
+    p *= shrink (decoupled decay, None: none); the gradient used, -g if ``maximize`` and + wd p;
+    exp_avg m by lerp (``lerp_mode``: g - (g - m) lerp_k, else m + (g - m) lerp_k); exp_avg_sq v =
+    beta2 v + (1 - beta2) g g; vmax = max(vmax, v) (amsgrad, else None); p += m neg_step /
+    (sqrt(v or vmax) + eps). Returns False, doing nothing, where the kernel does not take the arrays:
+    the caller then runs its NumPy rule."""
+    k = _native(p)
+    if k is None or _native(g) is None or _native(m) is None or _native(v) is None \
+            or (vmax is not None and _native(vmax) is None):
+        return False
+    k.adam(p, g, m, v, vmax, shrink, wd, maximize, lerp_mode, lerp_k, beta2, one_minus_beta2, neg_step, eps)
+    return True
+
+
+# ---- 2x2 max pooling ---------------------------------------------------------------------------
+
+def max_pool2x2(x: Array) -> tuple[Array, Array] | None:
+    """(out, arg): the 2x2 stride-2 max pooling of (N, C, H, W) float32 x in one native pass, with
+    each window's winning tap (uint8 0..3, row-major) by PyTorch's rule (ties to the first maximum,
+    a NaN always wins, so the last NaN of a window gets its gradient); None where the kernel does
+    not take x (the caller pools with NumPy)."""
+    k = _native(x)
+    if k is None or x.ndim != 4 or x.shape[2] < 2 or x.shape[3] < 2:
+        return None
+    n, c, h, w = x.shape
+    out, arg = empty((n, c, h // 2, w // 2), x.dtype), empty((n, c, h // 2, w // 2), np.uint8)
+    k.max_pool2x2(x, out, arg, h, w)
+    return out, arg
+
+
+def max_pool2x2_backward(g: Array, arg: Array, shape: tuple[int, ...]) -> Array | None:
+    """The input gradient (of ``shape``) of max_pool2x2 from its taps, or None where the kernel does
+    not take g."""
+    k = _native(g)
+    if k is None or g.shape != arg.shape:
+        return None
+    gx = empty(shape, g.dtype)
+    k.max_pool2x2_backward(g, arg, gx, shape[2], shape[3])
+    return gx

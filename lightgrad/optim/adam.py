@@ -48,7 +48,11 @@ class Adam(Optimizer):
         neg_step = const(-lr / (1 - beta1 ** step) * bc2_sqrt, dtype)
         eps_scaled = const(eps * bc2_sqrt, dtype)
 
+        fused = _fused_args(group, lr, wd, beta1, beta2, neg_step, eps_scaled, dtype)
+
         def rule(p: B.ndarray, g: B.ndarray, s: dict[str, B.ndarray], t: list[B.ndarray]) -> None:
+            if fused is not None and B.adam_(p, g, s["exp_avg"], s["exp_avg_sq"], s.get("max_exp_avg_sq"), *fused):
+                return  # one native pass, the same float32 operations as below
             moments(p, g, s, t)
             v = s["exp_avg_sq"]
             if amsgrad:  # out= by name: NumPy's maximum deprecates it positionally
@@ -59,6 +63,20 @@ class Adam(Optimizer):
             B.xp.divide(upd, denom, upd)
             B.xp.add(p, upd, p)
         return rule
+
+
+def _fused_args(group: dict[str, Any], lr: float, wd: float, beta1: float, beta2: float, neg_step: B.ndarray,
+                eps_scaled: B.ndarray, dtype: B.xp.dtype) -> tuple[Any, ...] | None:
+    """The arguments after the arrays of ``B.adam_`` for this rule: the float32 constants of
+    make_adam_moments and the rule above, as those round them (None for other dtypes)."""
+    if dtype != B.xp.float32:
+        return None
+    decoupled = wd != 0 and group["decoupled_weight_decay"]
+    shrink = float(const(1 - lr * wd, dtype)) if decoupled else None
+    lerp_mode = 1 - beta1 >= 0.5  # make_lerp_'s second formula, g - (g - m) beta1
+    lerp_k = float(const(1 - (1 - beta1), dtype)) if lerp_mode else float(const(1 - beta1, dtype))
+    return (shrink, 0.0 if decoupled else float(const(wd, dtype)), bool(group["maximize"]), lerp_mode, lerp_k,
+            float(const(beta2, dtype)), float(const(1 - beta2, dtype)), float(neg_step), float(eps_scaled))
 
 
 class AdamW(Adam):

@@ -52,30 +52,21 @@ class LayerNorm(Function):
         self.axes = tuple(range(x.ndim - k, x.ndim))
         n = math.prod(x.shape[x.ndim - k:])
         self.n, self.inv_n, self.eps = n, 1.0 / max(n, 1), eps
-        # rows of n entries: row sums are matrix-vector products, row dot products einsums, and
-        # the full-size temporaries are updated in place (two allocations instead of five)
-        xhat, rstd = self._normalized(x, n)
+        out, xhat, rstd = self._normalized(x, w, b, n)
         self.saved = (x, w, xhat, rstd)
-        if w is None and b is None:
-            return B.reshape(B.copy(xhat), x.shape)  # the saved xhat must not be the output
-        out = B.multiply(xhat, B.reshape(w, (n,))) if w is not None else B.copy(xhat)
-        if b is not None:
-            B.iadd(out, B.reshape(b, (n,)))
         return B.reshape(out, x.shape)
 
-    def _normalized(self, x, n):
-        """(xhat, rstd): x as rows of n entries, normalised, and the rows' 1/std as (N, 1)."""
-        x2 = B.reshape(x, (-1, n))
-        xc = B.subtract(x2, B.multiply(B.reduce(B.add, x2, (1,), True), self.inv_n))
-        var = B.multiply(B.rowdot(xc, xc), self.inv_n)
-        rstd = B.divide(1.0, B.sqrt(B.add(var, self.eps)))
-        return B.imul(xc, rstd), rstd
+    def _normalized(self, x, w, b, n):
+        """(out, xhat, rstd): x as rows of n entries, normalised (xhat), the rows' 1/std as (N, 1),
+        and out = xhat w + b, a fresh array (the saved xhat must not be the output)."""
+        return B.layer_norm(B.reshape(x, (-1, n)), None if w is None else B.reshape(w, (n,)),
+                            None if b is None else B.reshape(b, (n,)), self.eps)
 
     def backward(self, g):
         x, w, xhat, rstd = self.saved
         axes, inv_n = self.axes, self.inv_n
         if xhat is None and not isinstance(g, Tensor):  # a second backward (retained graph): the first used xhat up
-            xhat, rstd = self._normalized(x, self.n)
+            _, xhat, rstd = self._normalized(x, None, None, self.n)
         if isinstance(g, Tensor):  # create_graph: the statistics as differentiable functions of x
             xc = B.subtract(x, B.multiply(B.sum(x, axis=axes, keepdims=True), inv_n))
             var = B.multiply(B.sum(B.multiply(xc, xc), axis=axes, keepdims=True), inv_n)

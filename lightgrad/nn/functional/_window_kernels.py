@@ -472,7 +472,13 @@ class MaxPool2d(Function):
     def forward(self, x, k, s, d, pads, out_hw, sink=None):
         self.shape, self.geom = x.shape, (k, s, d, pads, out_hw)
         self.pair = k == s == (2, 2) and d == (1, 1) and not any(pads)
-        if self.pair:
+        # the native kernel: values and winning taps
+        fused = B.max_pool2x2(x) if self.pair and tuple(out_hw) == (x.shape[2] // 2, x.shape[3] // 2) else None
+        if fused is not None:
+            self.pair = False  # (its taps are saved as the general path's)
+            out, arg = fused
+            self.saved = (arg,)
+        elif self.pair:
             out = self._forward_pairs(x, out_hw)
         else:
             low = -B.xp.inf if x.dtype.kind == "f" else B.xp.iinfo(x.dtype).min
@@ -481,7 +487,12 @@ class MaxPool2d(Function):
             arg = B.zeros(out.shape, B.xp.uint8 if k[0] * k[1] < 256 else B.xp.int32)  # the winning tap
             for t in range(1, k[0] * k[1]):
                 tap = v[:, :, t // k[1], t % k[1]]
-                B.xp.putmask(arg, B.greater(tap, out), t)  # strict: the first maximum wins ties
+                # strict: the first maximum wins ties; a NaN always takes the window (PyTorch's
+                # `val > max || isnan(val)`: the last NaN gets the gradient)
+                win = B.greater(tap, out)
+                if x.dtype.kind == "f":
+                    win |= B.not_equal(tap, tap)  # (isnan, with its mask from the arena when one is active)
+                B.xp.putmask(arg, win, t)
                 B.xp.maximum(out, tap, out=out)  # and NaN propagates, as in PyTorch
             self.saved = (arg,)
         if sink is not None:
@@ -501,8 +512,13 @@ class MaxPool2d(Function):
         left, right = v[..., 0], v[..., 1]
         m = B.maximum(left, right)  # (N, C, Ho, 2, Wo)
         top, bottom = m[:, :, :, 0], m[:, :, :, 1]
-        # the right/bottom element wins only when strictly greater: ties go to the first maximum
-        self.saved = (B.greater(right, left), B.greater(bottom, top))
+        # the right/bottom element wins only when strictly greater (ties go to the first maximum)
+        # or when it is NaN: PyTorch's scan gives a window's gradient to its last NaN
+        wsel, hsel = B.greater(right, left), B.greater(bottom, top)
+        if x.dtype.kind == "f":
+            wsel |= B.not_equal(right, right)  # (isnan, with its mask from the arena when one is active)
+            hsel |= B.not_equal(bottom, bottom)
+        self.saved = (wsel, hsel)
         return B.maximum(top, bottom)
 
     def _arg(self):
@@ -522,6 +538,10 @@ class MaxPool2d(Function):
                                k=k, s=s, d=d, pads=pads),)
         if not self.pair:
             arg = self.saved[0]
+            if k == s == (2, 2) and d == (1, 1) and not any(pads):
+                gx = B.max_pool2x2_backward(g, arg, self.shape)
+                if gx is not None:
+                    return (gx,)
             # multiplying by the mask is several times faster than a ``where`` here
             return (_scatter_taps(lambda t: B.multiply(g, B.equal(arg, t)), g.dtype, self.shape, k, s, d, pads,
                                   out_hw),)

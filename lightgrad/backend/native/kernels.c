@@ -1,0 +1,847 @@
+/* lightgrad's native kernels: fused float32 loops behind the backend's functions.
+
+   Each kernel is one pass (or one pass per row) where NumPy takes many: GELU and its derivative,
+   layer norm forward and backward, softmax and log-softmax over the last axis and their gradients,
+   ReLU and its mask, the Adam update, and 2x2 max pooling forward and backward. The Python side
+   (backend/native/__init__.py and the backend functions) decides when a kernel is used: float32,
+   C-contiguous, non-empty, large enough.
+   Arrays arrive through the buffer protocol (PyBUF_SIMPLE: a contiguous buffer or an error), the
+   GIL is released around large loops, and every size is checked here too, so a wrong call raises
+   instead of touching memory it does not own.
+
+   Vectorisation: plain loops the compiler vectorises, with exp written out as arithmetic (libm's
+   expf is a scalar call). On x86-64 each kernel is built for the baseline, AVX2+FMA (x86-64-v3)
+   and AVX-512 (x86-64-v4), picked at load time by the CPU (gcc's target_clones); a build with
+   LG_NATIVE_ARCH (-march=native, for the machine it runs on only) has one variant. Floating-point
+   contraction is off (setup.py: -ffp-contract=off), so every variant rounds alike and the Adam update
+   is bit-identical to the NumPy path's sequence of float32 operations. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LG_NATIVE_ARCH) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define LG_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+#endif
+#ifndef LG_CLONES
+#define LG_CLONES
+#endif
+#define LG_INLINE static inline __attribute__((always_inline))
+
+/* Below this many elements the GIL stays held: releasing and taking it back costs more than a
+   small loop (a fraction of a microsecond). */
+#define LG_NOGIL_MIN 32768
+
+/* ---- scalar building blocks (inlined into each variant, where they vectorise) ------------------ */
+
+LG_INLINE float lg_bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+LG_INLINE uint32_t lg_float_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* exp(x) = 2^n e^r with n = round(x / ln 2) and |r| <= ln 2 / 2 (Cody-Waite reduction in two
+   constants), e^r by Cephes' expf polynomial (about 1 ulp). 2^n is applied as two factors, so one
+   formula covers the whole range: inf above ~88.72, denormals and 0 below ~-87.3; NaN stays NaN. */
+LG_INLINE float lg_expf(float x) {
+    float xc = x > 88.8f ? 88.8f : x; /* (a NaN fails both tests and passes through) */
+    xc = xc < -104.0f ? -104.0f : xc;
+    float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: t's low bits hold round(n) */
+    float n = t - 12582912.0f;
+    uint32_t k = lg_float_to_bits(t) - 0x4B400000u;  /* n as an integer, two's complement */
+    float r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    uint32_t k1 = (uint32_t)((int32_t)k >> 1), k2 = k - k1;
+    return p * lg_bits_to_float((k1 + 127u) << 23) * lg_bits_to_float((k2 + 127u) << 23);
+}
+
+/* Phi(-a) for a = |x| >= 0, the normal distribution's lower tail: 0.5 erfc(a / sqrt 2) by the
+   Chebyshev fit of Numerical Recipes' erfcc (relative error < 1.2e-7 over the whole range), so the
+   tail keeps its relative accuracy where 1 - erf(z) would cancel. */
+LG_INLINE float lg_phi_lower(float a) {
+    float t = 1.0f / (1.0f + a * 0.35355339059327373f); /* 1 / (1 + z / 2), z = a / sqrt 2 */
+    float p = 0.17087277f;
+    p = p * t - 0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t - 1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t - 0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t - 1.26551223f;
+    return 0.5f * t * lg_expf(p - 0.5f * (a * a));
+}
+
+#define LG_INV_SQRT_2PI 0.3989422804014327f
+#define LG_TANH_C 0.7978845608028654f /* sqrt(2 / pi) */
+#define LG_TANH_K 0.044715f
+
+/* Row sums with 16 running sums (the compiler keeps them in vector registers), added into a double
+   every 1024 entries so long rows keep float32's relative accuracy. */
+#define LG_LANES 16
+#define LG_SPAN 1024
+
+LG_INLINE double lg_sum(const float *x, Py_ssize_t n) {
+    double total = 0.0;
+    for (Py_ssize_t s = 0; s < n; s += LG_SPAN) {
+        Py_ssize_t e = s + LG_SPAN < n ? s + LG_SPAN : n, i = s;
+        float acc[LG_LANES] = {0};
+        for (; i + LG_LANES <= e; i += LG_LANES)
+            for (int k = 0; k < LG_LANES; k++) acc[k] += x[i + k];
+        float part = 0.0f;
+        for (; i < e; i++) part += x[i];
+        for (int k = 0; k < LG_LANES; k++) part += acc[k];
+        total += part;
+    }
+    return total;
+}
+
+/* sum of x * y (y may equal x) */
+LG_INLINE double lg_dot(const float *x, const float *y, Py_ssize_t n) {
+    double total = 0.0;
+    for (Py_ssize_t s = 0; s < n; s += LG_SPAN) {
+        Py_ssize_t e = s + LG_SPAN < n ? s + LG_SPAN : n, i = s;
+        float acc[LG_LANES] = {0};
+        for (; i + LG_LANES <= e; i += LG_LANES)
+            for (int k = 0; k < LG_LANES; k++) acc[k] += x[i + k] * y[i + k];
+        float part = 0.0f;
+        for (; i < e; i++) part += x[i] * y[i];
+        for (int k = 0; k < LG_LANES; k++) part += acc[k];
+        total += part;
+    }
+    return total;
+}
+
+/* sum of (x - c)^2 */
+LG_INLINE double lg_sqdev(const float *x, float c, Py_ssize_t n) {
+    double total = 0.0;
+    for (Py_ssize_t s = 0; s < n; s += LG_SPAN) {
+        Py_ssize_t e = s + LG_SPAN < n ? s + LG_SPAN : n, i = s;
+        float acc[LG_LANES] = {0};
+        for (; i + LG_LANES <= e; i += LG_LANES)
+            for (int k = 0; k < LG_LANES; k++) {
+                float d = x[i + k] - c;
+                acc[k] += d * d;
+            }
+        float part = 0.0f;
+        for (; i < e; i++) part += (x[i] - c) * (x[i] - c);
+        for (int k = 0; k < LG_LANES; k++) part += acc[k];
+        total += part;
+    }
+    return total;
+}
+
+/* a row's maximum, NaN if it holds one (as NumPy's and PyTorch's max). Written with GCC's vector
+   types: the compiler vectorises a max reduction only under -ffinite-math-only, and as 16 scalar
+   lanes it did not (15x slower). The lanes also add up v - v, NaN only for a NaN or an infinity;
+   such a row is scanned again for a NaN. */
+typedef float lg_vf __attribute__((vector_size(64)));
+typedef int32_t lg_vi __attribute__((vector_size(64)));
+
+LG_INLINE float lg_max(const float *x, Py_ssize_t n) {
+    lg_vf acc, odd = {0};
+    Py_ssize_t i = 0;
+    for (int k = 0; k < LG_LANES; k++) acc[k] = -INFINITY;
+    for (; i + LG_LANES <= n; i += LG_LANES) {
+        lg_vf v;
+        memcpy(&v, x + i, sizeof v);
+        lg_vi gt = v > acc;
+        acc = (lg_vf)((gt & (lg_vi)v) | (~gt & (lg_vi)acc));
+        odd += v - v;
+    }
+    float m = -INFINITY, special = 0.0f;
+    for (; i < n; i++) {
+        m = x[i] > m ? x[i] : m;
+        special += x[i] - x[i];
+    }
+    for (int k = 0; k < LG_LANES; k++) {
+        m = acc[k] > m ? acc[k] : m;
+        special += odd[k];
+    }
+    if (special != special)
+        for (i = 0; i < n; i++)
+            if (x[i] != x[i]) return x[i];
+    return m;
+}
+
+/* ---- the kernels ------------------------------------------------------------------------------ */
+
+LG_CLONES static void k_gelu(const float *x, float *out, float *deriv, Py_ssize_t n) {
+    if (deriv) {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float v = x[i], q = lg_phi_lower(fabsf(v));
+            float phi = v < 0.0f ? q : 1.0f - q;
+            out[i] = v * phi;
+            deriv[i] = phi + v * (lg_expf(-0.5f * (v * v)) * LG_INV_SQRT_2PI);
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            float v = x[i], q = lg_phi_lower(fabsf(v));
+            out[i] = v * (v < 0.0f ? q : 1.0f - q);
+        }
+    }
+}
+
+/* The tanh form: (1 + tanh(u)) / 2 = 1 / (1 + exp(-2u)) = s, u = c (x + 0.044715 x^3), so the
+   lower tail keeps its relative accuracy; the derivative is s + x (1 - tanh^2 u) / 2 u' with
+   (1 - tanh^2 u) / 2 = 2 s (1 - s) and 1 - s = e s (e = exp(-2u); 1 where e overflows). */
+LG_CLONES static void k_gelu_tanh(const float *x, float *out, float *deriv, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float v = x[i], v2 = v * v;
+        float u = (v2 * (LG_TANH_C * LG_TANH_K) + LG_TANH_C) * v;
+        float e = lg_expf(-2.0f * u);
+        float s = 1.0f / (1.0f + e);
+        out[i] = v * s;
+        if (deriv) {
+            float om = e > 1e30f ? 1.0f : e * s;
+            float du = v2 * (3.0f * LG_TANH_C * LG_TANH_K) + LG_TANH_C;
+            deriv[i] = s + v * (2.0f * s * om * du);
+        }
+    }
+}
+
+/* Layer norm over rows of n: mean, rstd = 1 / sqrt(var + eps) (var two-pass, biased), xhat, and
+   out = xhat w + b (w, b optional). */
+LG_CLONES static void k_layer_norm(const float *x, const float *w, const float *b, float *out, float *xhat,
+                                   float *rstd, Py_ssize_t rows, Py_ssize_t n, float eps) {
+    float inv_n = 1.0f / (float)n;
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *hr = xhat + r * n, *yr = out + r * n;
+        float mean = (float)lg_sum(xr, n) * inv_n;
+        float var = (float)lg_sqdev(xr, mean, n) * inv_n;
+        float rs = 1.0f / sqrtf(var + eps);
+        rstd[r] = rs;
+        for (Py_ssize_t j = 0; j < n; j++) hr[j] = (xr[j] - mean) * rs;
+        if (w && b)
+            for (Py_ssize_t j = 0; j < n; j++) yr[j] = hr[j] * w[j] + b[j];
+        else if (w)
+            for (Py_ssize_t j = 0; j < n; j++) yr[j] = hr[j] * w[j];
+        else if (b)
+            for (Py_ssize_t j = 0; j < n; j++) yr[j] = hr[j] + b[j];
+        else
+            memcpy(yr, hr, (size_t)n * sizeof(float));
+    }
+}
+
+/* Its gradients: gx = rstd (g w - mean(g w) - xhat mean(g w xhat)) (gx may be xhat's own memory:
+   each entry is read before it is written), gw = column sums of g xhat, gb = column sums of g. */
+LG_CLONES static void k_layer_norm_backward(const float *g, const float *xhat, const float *rstd, const float *w,
+                                            float *gx, float *gw, float *gb, Py_ssize_t rows, Py_ssize_t n) {
+    float inv_n = 1.0f / (float)n;
+    if (gw) memset(gw, 0, (size_t)n * sizeof(float));
+    if (gb) memset(gb, 0, (size_t)n * sizeof(float));
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *gr = g + r * n, *hr = xhat + r * n;
+        if (gw)
+            for (Py_ssize_t j = 0; j < n; j++) gw[j] += gr[j] * hr[j];
+        if (gb)
+            for (Py_ssize_t j = 0; j < n; j++) gb[j] += gr[j];
+        if (!gx) continue;
+        float *xr = gx + r * n, rs = rstd[r], a, c;
+        if (w) {
+            double sa = 0.0, sc = 0.0;
+            for (Py_ssize_t s = 0; s < n; s += LG_SPAN) {
+                Py_ssize_t e = s + LG_SPAN < n ? s + LG_SPAN : n, i = s;
+                float aa[LG_LANES] = {0}, cc[LG_LANES] = {0};
+                for (; i + LG_LANES <= e; i += LG_LANES)
+                    for (int k = 0; k < LG_LANES; k++) {
+                        float gwk = gr[i + k] * w[i + k];
+                        aa[k] += gwk;
+                        cc[k] += gwk * hr[i + k];
+                    }
+                float pa = 0.0f, pc = 0.0f;
+                for (; i < e; i++) {
+                    float gwk = gr[i] * w[i];
+                    pa += gwk;
+                    pc += gwk * hr[i];
+                }
+                for (int k = 0; k < LG_LANES; k++) {
+                    pa += aa[k];
+                    pc += cc[k];
+                }
+                sa += pa;
+                sc += pc;
+            }
+            a = (float)sa * inv_n;
+            c = (float)sc * inv_n;
+            for (Py_ssize_t j = 0; j < n; j++) xr[j] = rs * (gr[j] * w[j] - a - hr[j] * c);
+        } else {
+            a = (float)lg_sum(gr, n) * inv_n;
+            c = (float)lg_dot(gr, hr, n) * inv_n;
+            for (Py_ssize_t j = 0; j < n; j++) xr[j] = rs * (gr[j] - a - hr[j] * c);
+        }
+    }
+}
+
+/* softmax (log_ = 0) or log-softmax (log_ = 1) of rows of n: exp(x - max) times 1 / sum, as
+   PyTorch's kernel (a multiply per entry); (x - max) - log(sum) for the log form. */
+LG_CLONES static void k_softmax(const float *x, float *out, Py_ssize_t rows, Py_ssize_t n, int log_) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n;
+        float *yr = out + r * n;
+        float m = lg_max(xr, n);
+        if (m == -INFINITY) m = 0.0f; /* a row of -inf: exp(-inf - -inf) would be NaN; PyTorch gives NaN too
+                                         (0 / 0), which the sum of zeros below reproduces */
+        /* exp(x - max) into the output (the plain form) while its sums run in lanes */
+        double s = 0.0;
+        for (Py_ssize_t i = 0; i < n; i += LG_SPAN) {
+            Py_ssize_t e = i + LG_SPAN < n ? i + LG_SPAN : n, j = i;
+            float acc[LG_LANES] = {0};
+            for (; j + LG_LANES <= e; j += LG_LANES)
+                for (int k = 0; k < LG_LANES; k++) {
+                    float ev = lg_expf(xr[j + k] - m);
+                    yr[j + k] = ev;
+                    acc[k] += ev;
+                }
+            float part = 0.0f;
+            for (; j < e; j++) {
+                yr[j] = lg_expf(xr[j] - m);
+                part += yr[j];
+            }
+            for (int k = 0; k < LG_LANES; k++) part += acc[k];
+            s += part;
+        }
+        if (log_) {
+            float logs = logf((float)s); /* (x - max) - log(sum): m + log(sum) would round once more */
+            for (Py_ssize_t j = 0; j < n; j++) yr[j] = (xr[j] - m) - logs;
+        } else {
+            float inv = 1.0f / (float)s;
+            for (Py_ssize_t j = 0; j < n; j++) yr[j] *= inv;
+        }
+    }
+}
+
+/* softmax: gx = y (g - sum(g y)); log-softmax: gx = g - exp(y) sum(g). gx may be g's memory. */
+LG_CLONES static void k_softmax_backward(const float *g, const float *y, float *gx, Py_ssize_t rows, Py_ssize_t n,
+                                         int log_) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *gr = g + r * n, *yr = y + r * n;
+        float *xr = gx + r * n;
+        if (log_) {
+            float s = (float)lg_sum(gr, n);
+            for (Py_ssize_t j = 0; j < n; j++) xr[j] = gr[j] - lg_expf(yr[j]) * s;
+        } else {
+            float s = (float)lg_dot(gr, yr, n);
+            for (Py_ssize_t j = 0; j < n; j++) xr[j] = yr[j] * (gr[j] - s);
+        }
+    }
+}
+
+/* PyTorch's relu is clamp_min(x, 0): x < 0 gives 0, so -0.0 and NaN pass through */
+LG_CLONES static void k_relu(const float *x, float *out, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) out[i] = x[i] < 0.0f ? 0.0f : x[i];
+}
+
+/* PyTorch's threshold_backward: 0 where out <= 0, else g (a NaN output passes g) */
+LG_CLONES static void k_relu_backward(const float *g, const float *out, float *gx, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) gx[i] = out[i] <= 0.0f ? 0.0f : g[i];
+}
+
+/* The Adam update in the NumPy rule's order of float32 operations (optim/adam.py and
+   make_adam_moments), one element at a time: decoupled decay p *= shrink; the gradient used,
+   -g (maximize) and + wd p (coupled decay); exp_avg by lerp (the formula by lerp_mode); exp_avg_sq;
+   max_exp_avg_sq (amsgrad); then p += (m * neg_step) / (sqrt(v) + eps). */
+typedef struct {
+    float shrink, wd, lerp_k, beta2, one_minus_beta2, neg_step, eps;
+    int decoupled, coupled, maximize, lerp_mode;
+} lg_adam_args;
+
+/* The flags are loop-invariant selects (computing the unused value is harmless), so the loop has
+   no branches and vectorises; max_exp_avg_sq's loads and stores get a loop of their own. */
+LG_INLINE void lg_adam_body(float *p, const float *g, float *m, float *v, float *vmax, Py_ssize_t n,
+                            lg_adam_args a, const int ams) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        float pi = p[i], gi = g[i];
+        float ps = pi * a.shrink;
+        pi = a.decoupled ? ps : pi;
+        float t = pi * a.wd;
+        float gc = a.maximize ? t - gi : gi + t, gn = a.maximize ? -gi : gi;
+        gi = a.coupled ? gc : gn;
+        float mi = m[i], u = gi - mi;
+        u = u * a.lerp_k;
+        mi = a.lerp_mode ? gi - u : mi + u;
+        m[i] = mi;
+        float vi = v[i] * a.beta2;
+        u = gi * a.one_minus_beta2;
+        u = u * gi;
+        vi = vi + u;
+        v[i] = vi;
+        if (ams) {
+            float w = vmax[i];
+            vi = (w != w || vi != vi) ? NAN : (w > vi ? w : vi); /* NumPy's maximum propagates NaN */
+            vmax[i] = vi;
+        }
+        float denom = sqrtf(vi) + a.eps;
+        float upd = mi * a.neg_step;
+        p[i] = pi + upd / denom;
+    }
+}
+
+LG_CLONES static void k_adam(float *p, const float *g, float *m, float *v, float *vmax, Py_ssize_t n,
+                             lg_adam_args a) {
+    if (vmax)
+        lg_adam_body(p, g, m, v, vmax, n, a, 1);
+    else
+        lg_adam_body(p, g, m, v, NULL, n, a, 0);
+}
+
+/* 2x2 max pooling with stride 2 over planes of h x w (the last row and column of odd sizes are
+   not read): each window's maximum and its winning tap (0..3, row-major) by PyTorch's scan,
+   `v > max || isnan(v)`: ties go to the first maximum, a NaN always takes the window (so the
+   last NaN gets the gradient). */
+typedef float lg_v8f __attribute__((vector_size(32)));
+typedef int32_t lg_v8i __attribute__((vector_size(32)));
+
+/* one scan step on 8 windows: where v wins, it becomes the maximum and tap t the winner */
+LG_INLINE void lg_pool_step(lg_v8f *m, lg_v8i *k, lg_v8f v, int32_t t) {
+    lg_v8i c = (v > *m) | (v != v);
+    *m = (lg_v8f)((c & (lg_v8i)v) | (~c & (lg_v8i)*m));
+    lg_v8i tv = {t, t, t, t, t, t, t, t};
+    *k = (c & tv) | (~c & *k);
+}
+
+/* windows j0 .. j0 + 7 of the row pair r0, r1: GCC vector types (the compiler left the plain loop's
+   short rows, 14 windows at 28 x 28, to a scalar remainder with branches: 7x slower) */
+LG_INLINE void lg_pool8(const float *r0, const float *r1, float *o, uint8_t *t, Py_ssize_t j0) {
+    lg_v8f a0, a1, b0, b1;
+    memcpy(&a0, r0 + 2 * j0, 32);
+    memcpy(&a1, r0 + 2 * j0 + 8, 32);
+    memcpy(&b0, r1 + 2 * j0, 32);
+    memcpy(&b1, r1 + 2 * j0 + 8, 32);
+    lg_v8i even = {0, 2, 4, 6, 8, 10, 12, 14}, odd = {1, 3, 5, 7, 9, 11, 13, 15};
+    lg_v8f m = __builtin_shuffle(a0, a1, even);
+    lg_v8i k = {0};
+    lg_pool_step(&m, &k, __builtin_shuffle(a0, a1, odd), 1);
+    lg_pool_step(&m, &k, __builtin_shuffle(b0, b1, even), 2);
+    lg_pool_step(&m, &k, __builtin_shuffle(b0, b1, odd), 3);
+    memcpy(o + j0, &m, 32);
+    for (int q = 0; q < 8; q++) t[j0 + q] = (uint8_t)k[q];
+}
+
+LG_CLONES static void k_max_pool2x2(const float *x, float *out, uint8_t *arg, Py_ssize_t planes, Py_ssize_t h,
+                                    Py_ssize_t w) {
+    Py_ssize_t ho = h / 2, wo = w / 2;
+    for (Py_ssize_t p = 0; p < planes; p++)
+        for (Py_ssize_t i = 0; i < ho; i++) {
+            const float *r0 = x + (p * h + 2 * i) * w, *r1 = r0 + w;
+            float *o = out + (p * ho + i) * wo;
+            uint8_t *t = arg + (p * ho + i) * wo;
+            if (wo >= 8) {  /* blocks of 8, the last one overlapping the one before (recomputed alike) */
+                for (Py_ssize_t j0 = 0; j0 < wo; j0 += 8) lg_pool8(r0, r1, o, t, j0 + 8 <= wo ? j0 : wo - 8);
+                continue;
+            }
+            for (Py_ssize_t j = 0; j < wo; j++) {
+                float m = r0[2 * j], v = r0[2 * j + 1];
+                int32_t k = 0, c = (v > m) | (v != v);
+                k = c ? 1 : k;
+                m = c ? v : m;
+                v = r1[2 * j];
+                c = (v > m) | (v != v);
+                k = c ? 2 : k;
+                m = c ? v : m;
+                v = r1[2 * j + 1];
+                c = (v > m) | (v != v);
+                k = c ? 3 : k;
+                m = c ? v : m;
+                o[j] = m;
+                t[j] = (uint8_t)k;
+            }
+        }
+}
+
+/* the gradient of windows j0 .. j0 + 7 into the row pair r0, r1 */
+LG_INLINE void lg_unpool8(const float *g, const uint8_t *t, float *r0, float *r1, Py_ssize_t j0) {
+    lg_v8f gv;
+    memcpy(&gv, g + j0, 32);
+    lg_v8i k, zero = {0}, one = zero + 1, two = zero + 2, three = zero + 3;
+    for (int q = 0; q < 8; q++) k[q] = t[j0 + q];
+    lg_v8i gi = (lg_v8i)gv;
+    lg_v8f e0 = (lg_v8f)((k == zero) & gi), e1 = (lg_v8f)((k == one) & gi);
+    lg_v8f e2 = (lg_v8f)((k == two) & gi), e3 = (lg_v8f)((k == three) & gi);
+    lg_v8i lo = {0, 8, 1, 9, 2, 10, 3, 11}, hi = {4, 12, 5, 13, 6, 14, 7, 15};
+    lg_v8f v;
+    v = __builtin_shuffle(e0, e1, lo);
+    memcpy(r0 + 2 * j0, &v, 32);
+    v = __builtin_shuffle(e0, e1, hi);
+    memcpy(r0 + 2 * j0 + 8, &v, 32);
+    v = __builtin_shuffle(e2, e3, lo);
+    memcpy(r1 + 2 * j0, &v, 32);
+    v = __builtin_shuffle(e2, e3, hi);
+    memcpy(r1 + 2 * j0 + 8, &v, 32);
+}
+
+/* Its gradient: each window's g to its winning tap, zeros elsewhere (the unread edge too). */
+LG_CLONES static void k_max_pool2x2_backward(const float *g, const uint8_t *arg, float *gx, Py_ssize_t planes,
+                                             Py_ssize_t h, Py_ssize_t w) {
+    Py_ssize_t ho = h / 2, wo = w / 2;
+    for (Py_ssize_t p = 0; p < planes; p++) {
+        float *plane = gx + p * h * w;
+        for (Py_ssize_t i = 0; i < ho; i++) {
+            const float *gr = g + (p * ho + i) * wo;
+            const uint8_t *t = arg + (p * ho + i) * wo;
+            float *r0 = plane + 2 * i * w, *r1 = r0 + w;
+            if (wo >= 8)  /* as the forward: blocks of 8 windows, the last one overlapping */
+                for (Py_ssize_t j0 = 0; j0 < wo; j0 += 8) lg_unpool8(gr, t, r0, r1, j0 + 8 <= wo ? j0 : wo - 8);
+            else
+                for (Py_ssize_t j = 0; j < wo; j++) {
+                    float gv = gr[j];
+                    uint8_t k = t[j];
+                    r0[2 * j] = k == 0 ? gv : 0.0f;
+                    r0[2 * j + 1] = k == 1 ? gv : 0.0f;
+                    r1[2 * j] = k == 2 ? gv : 0.0f;
+                    r1[2 * j + 1] = k == 3 ? gv : 0.0f;
+                }
+            if (w & 1) {
+                r0[w - 1] = 0.0f;
+                r1[w - 1] = 0.0f;
+            }
+        }
+        if (h & 1) memset(plane + (h - 1) * w, 0, (size_t)w * sizeof(float));
+    }
+}
+
+/* ---- the binding -------------------------------------------------------------------------------- */
+
+/* Buffers held by one call, released together. */
+typedef struct {
+    Py_buffer v[8];
+    int k;
+} lg_bufs;
+
+static void lg_release(lg_bufs *b) {
+    while (b->k > 0) PyBuffer_Release(&b->v[--b->k]);
+}
+
+/* The float32 data of o (None gives NULL when optional), which must hold exactly `count` entries.
+   Sets *err on failure with a Python exception raised. */
+static void *lg_get_items(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, Py_ssize_t itemsize,
+                          const char *name, int *err);
+
+static float *lg_get(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, const char *name,
+                     int *err) {
+    return (float *)lg_get_items(b, o, writable, optional, count, 4, name, err);
+}
+
+/* The data of o, `count` items of `itemsize` bytes (float32: 4, uint8: 1), or NULL for None when
+   optional; sets *err with a Python exception raised on failure. */
+static void *lg_get_items(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, Py_ssize_t itemsize,
+                          const char *name, int *err) {
+    if (*err) return NULL;
+    if (o == Py_None && optional) return NULL;
+    Py_buffer *view = &b->v[b->k];
+    if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
+        *err = 1;
+        return NULL;
+    }
+    b->k++;
+    if (view->itemsize != itemsize || view->len != count * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %zd %s entries, got %zd bytes of %zd-byte items", name, count,
+                     itemsize == 4 ? "float32" : "uint8", view->len, view->itemsize);
+        *err = 1;
+        return NULL;
+    }
+    return view->buf;
+}
+
+/* The entry count of a float32 buffer without keeping it. */
+static Py_ssize_t lg_count(PyObject *o) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) return -1;
+    Py_ssize_t n = view.len / 4;
+    PyBuffer_Release(&view);
+    return n;
+}
+
+static int lg_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
+    if (nargs == want) return 0;
+    PyErr_Format(PyExc_TypeError, "%s expects %zd arguments, got %zd", name, want, nargs);
+    return -1;
+}
+
+#define LG_RUN(n, call)                                                                                          \
+    do {                                                                                                         \
+        if ((n) >= LG_NOGIL_MIN) {                                                                               \
+            Py_BEGIN_ALLOW_THREADS call;                                                                         \
+            Py_END_ALLOW_THREADS                                                                                 \
+        } else {                                                                                                 \
+            call;                                                                                                \
+        }                                                                                                        \
+    } while (0)
+
+/* gelu(x, out, deriv_or_None, tanh) */
+static PyObject *py_gelu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 4, "gelu")) return NULL;
+    int tanh_ = PyObject_IsTrue(args[3]), err = tanh_ < 0;
+    Py_ssize_t n = err ? 0 : lg_count(args[0]);
+    if (n < 0) return NULL;
+    lg_bufs b = {.k = 0};
+    const float *x = lg_get(&b, args[0], 0, 0, n, "x", &err);
+    float *out = lg_get(&b, args[1], 1, 0, n, "out", &err);
+    float *deriv = lg_get(&b, args[2], 1, 1, n, "deriv", &err);
+    if (!err) {
+        if (tanh_)
+            LG_RUN(n, k_gelu_tanh(x, out, deriv, n));
+        else
+            LG_RUN(n, k_gelu(x, out, deriv, n));
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* layer_norm(x, w_or_None, b_or_None, out, xhat, rstd, n, eps) */
+static PyObject *py_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 8, "layer_norm")) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[6]);
+    double eps = PyFloat_AsDouble(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[0]);
+    if (size < 0) return NULL;
+    if (n <= 0 || size % n)
+        return PyErr_Format(PyExc_ValueError, "layer_norm: %zd entries are not rows of %zd", size, n);
+    Py_ssize_t rows = size / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *x = lg_get(&b, args[0], 0, 0, size, "x", &err);
+    const float *w = lg_get(&b, args[1], 0, 1, n, "weight", &err);
+    const float *bias = lg_get(&b, args[2], 0, 1, n, "bias", &err);
+    float *out = lg_get(&b, args[3], 1, 0, size, "out", &err);
+    float *xhat = lg_get(&b, args[4], 1, 0, size, "xhat", &err);
+    float *rstd = lg_get(&b, args[5], 1, 0, rows, "rstd", &err);
+    if (!err) LG_RUN(size, k_layer_norm(x, w, bias, out, xhat, rstd, rows, n, (float)eps));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* layer_norm_backward(g, xhat, rstd, w_or_None, gx_or_None, gw_or_None, gb_or_None, n) */
+static PyObject *py_layer_norm_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 8, "layer_norm_backward")) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[1]);
+    if (size < 0) return NULL;
+    if (n <= 0 || size % n)
+        return PyErr_Format(PyExc_ValueError, "layer_norm_backward: %zd entries are not rows of %zd", size, n);
+    Py_ssize_t rows = size / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *g = lg_get(&b, args[0], 0, 0, size, "g", &err);
+    const float *xhat = lg_get(&b, args[1], 0, 0, size, "xhat", &err);
+    const float *rstd = lg_get(&b, args[2], 0, 0, rows, "rstd", &err);
+    const float *w = lg_get(&b, args[3], 0, 1, n, "weight", &err);
+    float *gx = lg_get(&b, args[4], 1, 1, size, "gx", &err);
+    float *gw = lg_get(&b, args[5], 1, 1, n, "gw", &err);
+    float *gb = lg_get(&b, args[6], 1, 1, n, "gb", &err);
+    if (!err) LG_RUN(size, k_layer_norm_backward(g, xhat, rstd, w, gx, gw, gb, rows, n));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* softmax(x, out, n, log) and softmax_backward(g, y, gx, n, log) */
+static PyObject *lg_rows_call(PyObject *const *args, Py_ssize_t nargs, int backward) {
+    const char *name = backward ? "softmax_backward" : "softmax";
+    if (lg_nargs(nargs, backward ? 5 : 4, name)) return NULL;
+    Py_ssize_t n = PyLong_AsSsize_t(args[backward ? 3 : 2]);
+    int log_ = PyObject_IsTrue(args[backward ? 4 : 3]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[0]);
+    if (size < 0) return NULL;
+    if (n <= 0 || size % n) return PyErr_Format(PyExc_ValueError, "%s: %zd entries are not rows of %zd", name, size, n);
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    if (backward) {
+        const float *g = lg_get(&b, args[0], 0, 0, size, "g", &err);
+        const float *y = lg_get(&b, args[1], 0, 0, size, "y", &err);
+        float *gx = lg_get(&b, args[2], 1, 0, size, "gx", &err);
+        if (!err) LG_RUN(size, k_softmax_backward(g, y, gx, size / n, n, log_));
+    } else {
+        const float *x = lg_get(&b, args[0], 0, 0, size, "x", &err);
+        float *out = lg_get(&b, args[1], 1, 0, size, "out", &err);
+        if (!err) LG_RUN(size, k_softmax(x, out, size / n, n, log_));
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_softmax(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return lg_rows_call(args, nargs, 0);
+}
+
+static PyObject *py_softmax_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return lg_rows_call(args, nargs, 1);
+}
+
+/* relu(x, out) and relu_backward(g, out, gx) */
+static PyObject *py_relu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 2, "relu")) return NULL;
+    Py_ssize_t n = lg_count(args[0]);
+    if (n < 0) return NULL;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *x = lg_get(&b, args[0], 0, 0, n, "x", &err);
+    float *out = lg_get(&b, args[1], 1, 0, n, "out", &err);
+    if (!err) LG_RUN(n, k_relu(x, out, n));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_relu_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 3, "relu_backward")) return NULL;
+    Py_ssize_t n = lg_count(args[0]);
+    if (n < 0) return NULL;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *g = lg_get(&b, args[0], 0, 0, n, "g", &err);
+    const float *out = lg_get(&b, args[1], 0, 0, n, "out", &err);
+    float *gx = lg_get(&b, args[2], 1, 0, n, "gx", &err);
+    if (!err) LG_RUN(n, k_relu_backward(g, out, gx, n));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* adam(p, g, m, v, vmax_or_None, shrink_or_None, wd, maximize, lerp_mode, lerp_k, beta2,
+        one_minus_beta2, neg_step, eps): the float arguments are the NumPy rule's float32 constants */
+static PyObject *py_adam(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 14, "adam")) return NULL;
+    lg_adam_args a;
+    a.decoupled = args[5] != Py_None;
+    a.shrink = a.decoupled ? (float)PyFloat_AsDouble(args[5]) : 1.0f;
+    a.wd = (float)PyFloat_AsDouble(args[6]);
+    a.coupled = a.wd != 0.0f;
+    a.maximize = PyObject_IsTrue(args[7]);
+    a.lerp_mode = PyObject_IsTrue(args[8]);
+    a.lerp_k = (float)PyFloat_AsDouble(args[9]);
+    a.beta2 = (float)PyFloat_AsDouble(args[10]);
+    a.one_minus_beta2 = (float)PyFloat_AsDouble(args[11]);
+    a.neg_step = (float)PyFloat_AsDouble(args[12]);
+    a.eps = (float)PyFloat_AsDouble(args[13]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t n = lg_count(args[0]);
+    if (n < 0) return NULL;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    float *p = lg_get(&b, args[0], 1, 0, n, "param", &err);
+    const float *g = lg_get(&b, args[1], 0, 0, n, "grad", &err);
+    float *m = lg_get(&b, args[2], 1, 0, n, "exp_avg", &err);
+    float *v = lg_get(&b, args[3], 1, 0, n, "exp_avg_sq", &err);
+    float *vmax = lg_get(&b, args[4], 1, 1, n, "max_exp_avg_sq", &err);
+    if (!err) LG_RUN(n, k_adam(p, g, m, v, vmax, n, a));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* max_pool2x2(x, out, arg, h, w) and max_pool2x2_backward(g, arg, gx, h, w): x and gx are planes
+   of h x w, out, arg and g of (h / 2) x (w / 2); arg is uint8 */
+static PyObject *lg_pool_call(PyObject *const *args, Py_ssize_t nargs, int backward) {
+    const char *name = backward ? "max_pool2x2_backward" : "max_pool2x2";
+    if (lg_nargs(nargs, 5, name)) return NULL;
+    Py_ssize_t h = PyLong_AsSsize_t(args[3]), w = PyLong_AsSsize_t(args[4]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(backward ? args[2] : args[0]);
+    if (size < 0) return NULL;
+    if (h < 2 || w < 2 || size % (h * w))
+        return PyErr_Format(PyExc_ValueError, "%s: %zd entries are not planes of %zd x %zd", name, size, h, w);
+    Py_ssize_t planes = size / (h * w), small = planes * (h / 2) * (w / 2);
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    if (backward) {
+        const float *g = lg_get(&b, args[0], 0, 0, small, "g", &err);
+        const uint8_t *arg = lg_get_items(&b, args[1], 0, 0, small, 1, "arg", &err);
+        float *gx = lg_get(&b, args[2], 1, 0, size, "gx", &err);
+        if (!err) LG_RUN(size, k_max_pool2x2_backward(g, arg, gx, planes, h, w));
+    } else {
+        const float *x = lg_get(&b, args[0], 0, 0, size, "x", &err);
+        float *out = lg_get(&b, args[1], 1, 0, small, "out", &err);
+        uint8_t *arg = lg_get_items(&b, args[2], 1, 0, small, 1, "arg", &err);
+        if (!err) LG_RUN(size, k_max_pool2x2(x, out, arg, planes, h, w));
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_max_pool2x2(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return lg_pool_call(args, nargs, 0);
+}
+
+static PyObject *py_max_pool2x2_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    return lg_pool_call(args, nargs, 1);
+}
+
+static PyMethodDef lg_methods[] = {
+    {"max_pool2x2", (PyCFunction)(void (*)(void))py_max_pool2x2, METH_FASTCALL,
+     "max_pool2x2(x, out, arg, h, w): 2x2 stride-2 max pooling, with the winning taps (uint8)"},
+    {"max_pool2x2_backward", (PyCFunction)(void (*)(void))py_max_pool2x2_backward, METH_FASTCALL,
+     "max_pool2x2_backward(g, arg, gx, h, w): its input gradient"},
+    {"gelu", (PyCFunction)(void (*)(void))py_gelu, METH_FASTCALL,
+     "gelu(x, out, deriv, tanh): x Phi(x) into out and its derivative into deriv (or None)"},
+    {"layer_norm", (PyCFunction)(void (*)(void))py_layer_norm, METH_FASTCALL,
+     "layer_norm(x, w, b, out, xhat, rstd, n, eps): layer norm over rows of n"},
+    {"layer_norm_backward", (PyCFunction)(void (*)(void))py_layer_norm_backward, METH_FASTCALL,
+     "layer_norm_backward(g, xhat, rstd, w, gx, gw, gb, n): its gradients (any of gx, gw, gb None)"},
+    {"softmax", (PyCFunction)(void (*)(void))py_softmax, METH_FASTCALL,
+     "softmax(x, out, n, log): (log-)softmax over rows of n"},
+    {"softmax_backward", (PyCFunction)(void (*)(void))py_softmax_backward, METH_FASTCALL,
+     "softmax_backward(g, y, gx, n, log): the (log-)softmax's input gradient from its output y"},
+    {"relu", (PyCFunction)(void (*)(void))py_relu, METH_FASTCALL, "relu(x, out)"},
+    {"relu_backward", (PyCFunction)(void (*)(void))py_relu_backward, METH_FASTCALL,
+     "relu_backward(g, out, gx): g where out > 0 (or NaN), else 0"},
+    {"adam", (PyCFunction)(void (*)(void))py_adam, METH_FASTCALL,
+     "adam(p, g, m, v, vmax, shrink, wd, maximize, lerp_mode, lerp_k, beta2, one_minus_beta2, neg_step, eps)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef lg_module = {
+    PyModuleDef_HEAD_INIT, "_kernels", "lightgrad's native float32 kernels (see kernels.c)", -1, lg_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) {
+    PyObject *mod = PyModule_Create(&lg_module);
+    if (mod == NULL) return NULL;
+#ifdef LG_NATIVE_ARCH
+    const char *variant = "native";
+#else
+    const char *variant = "dispatched";
+#endif
+    if (PyModule_AddStringConstant(mod, "build", variant) < 0) {
+        Py_DECREF(mod);
+        return NULL;
+    }
+    return mod;
+}

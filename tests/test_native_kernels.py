@@ -1,0 +1,422 @@
+"""The native kernels (lightgrad/backend/native): each against PyTorch and against the NumPy path,
+finite differences in float64 (the NumPy path), the routing rules (what reaches a kernel and what
+stays on NumPy), NaN/inf, and a check that the extension loads where it was built."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import lightgrad as lg
+from lightgrad.backend import native
+from tests.helpers import numeric_grads
+
+torch = pytest.importorskip("torch")
+
+needs_native = pytest.mark.skipif(not native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")
+
+
+@contextlib.contextmanager
+def path(which: str) -> Iterator[None]:
+    """Run on the native kernels ("native") or the NumPy path ("numpy")."""
+    if which == "native":
+        if not native.available:
+            pytest.skip("the native kernels are off or not built")
+        yield
+    else:
+        with native.disabled():
+            yield
+
+
+class Spy:
+    """Stands in for the kernel module and records which kernels were called."""
+
+    def __init__(self, kernels: Any) -> None:
+        self.kernels, self.calls = kernels, []
+
+    def __getattr__(self, name: str) -> Any:
+        fn = getattr(self.kernels, name)
+
+        def call(*args: Any) -> Any:
+            self.calls.append(name)
+            return fn(*args)
+        return call
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Spy:
+    if not native.available:
+        pytest.skip("the native kernels are off or not built")
+    s = Spy(native.kernels)
+    monkeypatch.setattr(native, "kernels", s)
+    return s
+
+
+# ---- the op table: lightgrad vs PyTorch (float32) on both paths ---------------------------------
+
+def _ln(m: Any, x: Any, w: Any, b: Any) -> Any:
+    return m.nn.functional.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+
+# name -> (function of the module and tensors, input shapes); the shapes include the issue's
+OPS: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]] = {
+    "gelu": (lambda m, x: m.nn.functional.gelu(x), [(1024, 512)]),
+    "gelu_tanh": (lambda m, x: m.nn.functional.gelu(x, approximate="tanh"), [(1024, 512)]),
+    "gelu_small": (lambda m, x: m.nn.functional.gelu(x), [(3, 5)]),
+    "layer_norm": (_ln, [(1024, 128), (128,), (128,)]),
+    "layer_norm_3d": (_ln, [(4, 7, 33), (33,), (33,)]),
+    "layer_norm_plain": (lambda m, x: m.nn.functional.layer_norm(x, (x.shape[-1],)), [(8, 300)]),
+    "layer_norm_weight_only": (lambda m, x, w: m.nn.functional.layer_norm(x, (x.shape[-1],), w), [(6, 20), (20,)]),
+    "layer_norm_long_rows": (_ln, [(3, 5000), (5000,), (5000,)]),
+    "softmax": (lambda m, x: x.softmax(-1), [(16, 4, 64, 64)]),
+    "softmax_odd": (lambda m, x: x.softmax(-1), [(5, 37)]),
+    "log_softmax": (lambda m, x: x.log_softmax(-1), [(64, 1000)]),
+    "log_softmax_odd": (lambda m, x: x.log_softmax(1), [(3, 17)]),
+    "relu": (lambda m, x: x.relu(), [(64, 16, 28, 28)]),
+    "relu_small": (lambda m, x: m.relu(x), [(7,)]),
+    "max_pool2d": (lambda m, x: m.nn.functional.max_pool2d(x, 2), [(64, 16, 28, 28)]),
+    "max_pool2d_odd": (lambda m, x: m.nn.functional.max_pool2d(x, 2), [(2, 3, 7, 9)]),
+    "max_pool2d_3x3": (lambda m, x: m.nn.functional.max_pool2d(x, 3, 2), [(2, 3, 9, 9)]),
+}
+
+
+def _run(module: Any, fn: Callable[..., Any], arrays: list[np.ndarray], r: np.ndarray) -> tuple[np.ndarray, list]:
+    ts = [module.tensor(a, requires_grad=True) for a in arrays]
+    out = fn(module, *ts)
+    (out * module.tensor(r)).sum().backward()
+    val = out.detach().numpy() if module is torch else out.detach()._data
+    grads = [t.grad.numpy() if module is torch else t.grad._data for t in ts]
+    return np.asarray(val), [np.asarray(g) for g in grads]
+
+
+def _inputs(name: str, shapes: list[tuple[int, ...]], seed: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.standard_normal(s) * 2).astype(np.float32) for s in shapes]
+    if name.startswith("layer_norm") and len(arrays) > 1:
+        arrays[1] = (1 + 0.1 * arrays[1]).astype(np.float32)
+    out_shape = OPS[name][0](torch, *[torch.from_numpy(a) for a in arrays]).shape
+    return arrays, rng.standard_normal(tuple(out_shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("name", list(OPS))
+def test_against_torch(name: str, which: str) -> None:
+    fn, shapes = OPS[name]
+    arrays, r = _inputs(name, shapes)
+    torch.set_num_threads(1)
+    t_val, t_grads = _run(torch, fn, arrays, r)
+    with path(which):
+        val, grads = _run(lg, fn, arrays, r)
+    # float32 tolerances at PyTorch's own float32 error (its results against float64 are within these)
+    np.testing.assert_allclose(val, t_val, rtol=2e-5, atol=2e-6)
+    for g, tg in zip(grads, t_grads):
+        scale = max(1.0, float(np.abs(tg).max()))
+        np.testing.assert_allclose(g, tg, rtol=2e-4, atol=2e-5 * scale)
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(OPS))
+def test_native_agrees_with_numpy_path(name: str) -> None:
+    fn, shapes = OPS[name]
+    arrays, r = _inputs(name, shapes, seed=1)
+    val, grads = _run(lg, fn, arrays, r)
+    with native.disabled():
+        nval, ngrads = _run(lg, fn, arrays, r)
+    np.testing.assert_allclose(val, nval, rtol=1e-5, atol=1e-6)
+    for g, ng in zip(grads, ngrads):
+        np.testing.assert_allclose(g, ng, rtol=1e-4, atol=1e-5 * max(1.0, float(np.abs(ng).max())))
+
+
+def test_gelu_erf_accuracy_matches_or_beats_torch() -> None:
+    """The exact GELU's float32 error against float64 is no larger than PyTorch's float32 error
+    (absolute, and relative in the lower tail where x Phi(x) is tiny)."""
+    if not native.available:
+        pytest.skip("the native kernels are off or not built")
+    x = np.concatenate([np.linspace(-12, 12, 200001), -np.geomspace(1e-6, 1, 2001)]).astype(np.float32)
+    # float64 reference through erfc (PyTorch's float64 1 + erf cancels in the lower tail)
+    ref = x.astype(np.float64) * 0.5 * np.vectorize(math.erfc)(-x.astype(np.float64) / math.sqrt(2))
+    ours = lg.nn.functional.gelu(lg.tensor(x))._data.astype(np.float64)
+    theirs = torch.nn.functional.gelu(torch.from_numpy(x)).numpy().astype(np.float64)
+    assert np.abs(ours - ref).max() <= np.abs(theirs - ref).max()
+    tail = (x < -3) & (np.abs(ref) > 1e-30)
+    rel = lambda a: float(np.max(np.abs(a[tail] - ref[tail]) / np.abs(ref[tail])))  # noqa: E731
+    assert rel(ours) < 1e-5 < rel(theirs)
+
+
+# ---- NaN, inf and the edges of PyTorch's formulas ----------------------------------------------
+
+SPECIAL = np.array([np.nan, np.inf, -np.inf, -10.0, -50.0, 0.0, -0.0, 3.0, -1.0], np.float32)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy warns of the NaN it computes)
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_special_values(approximate: str, which: str) -> None:
+    xt = torch.tensor(SPECIAL, requires_grad=True)
+    torch.nn.functional.gelu(xt, approximate=approximate).sum().backward()
+    with path(which):
+        x = lg.tensor(SPECIAL, requires_grad=True)
+        y = lg.nn.functional.gelu(x, approximate=approximate)
+        y.sum().backward()
+    ty = torch.nn.functional.gelu(torch.tensor(SPECIAL), approximate=approximate).numpy()
+    finite = ~np.isinf(SPECIAL)  # PyTorch's erf GELU gives NaN at +inf; lightgrad gives the limit, inf
+    np.testing.assert_allclose(y._data[finite], ty[finite], atol=1e-6)
+    np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), atol=1e-6)
+    assert y._data[1] == np.inf
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+def test_relu_special_values(which: str) -> None:
+    """NaN stays NaN and passes its gradient (PyTorch's threshold_backward), zero gets none."""
+    xt = torch.tensor(SPECIAL, requires_grad=True)
+    torch.relu(xt).backward(torch.ones(len(SPECIAL)))
+    with path(which):
+        x = lg.tensor(SPECIAL, requires_grad=True)
+        y = x.relu()
+        y.backward(lg.ones(len(SPECIAL)))
+    np.testing.assert_array_equal(y._data, torch.relu(torch.tensor(SPECIAL)).numpy())
+    np.testing.assert_array_equal(x.grad._data, xt.grad.numpy())
+
+
+@needs_native
+def test_relu_keeps_negative_zero_as_torch() -> None:
+    y = lg.tensor([-0.0, 0.0, -1.0]).relu()._data
+    assert list(np.signbit(y)) == list(np.signbit(torch.tensor([-0.0, 0.0, -1.0]).relu().numpy()))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (NumPy warns of the NaN it computes)
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_special_rows(op: str, which: str) -> None:
+    rows = np.array([[1.0, np.nan, 2.0, 0.5], [-np.inf, -np.inf, -np.inf, -np.inf], [-np.inf, 0.0, 1.0, -np.inf],
+                     [np.inf, 1.0, 2.0, 3.0], [1e30, -1e30, 0.0, 1.0], [100.0, 100.0, 100.0, 100.0]], np.float32)
+    g = np.arange(24, dtype=np.float32).reshape(6, 4) / 10
+    xt = torch.tensor(rows, requires_grad=True)
+    getattr(xt, op)(-1).backward(torch.tensor(g))
+    with path(which):
+        x = lg.tensor(rows, requires_grad=True)
+        y = getattr(x, op)(-1)
+        y.backward(lg.tensor(g))
+    np.testing.assert_allclose(y._data, getattr(torch.tensor(rows), op)(-1).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+def test_layer_norm_constant_rows(which: str) -> None:
+    """A constant row has variance 0: xhat 0, rstd 1 / sqrt(eps), as PyTorch."""
+    x = np.full((3, 16), 2.5, np.float32)
+    x[1] = np.linspace(-1, 1, 16)
+    xt = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.layer_norm(xt, (16,)).pow(2).sum().backward()
+    with path(which):
+        xl = lg.tensor(x, requires_grad=True)
+        y = lg.nn.functional.layer_norm(xl, (16,))
+        y.pow(2).sum().backward()
+    np.testing.assert_allclose(y._data, torch.nn.functional.layer_norm(torch.tensor(x), (16,)).numpy(), atol=1e-5)
+    np.testing.assert_allclose(xl.grad._data, xt.grad.numpy(), atol=1e-4)
+
+
+def _nan_windows() -> np.ndarray:
+    x = (np.arange(2 * 3 * 8 * 9, dtype=np.float32).reshape(2, 3, 8, 9) % 5)
+    x[0, 0, 0, 1] = x[0, 0, 1, 0] = np.nan  # two NaNs in a window: the last gets the gradient
+    x[0, 1, 2, 3] = np.nan
+    x[1, 2, 5, 4] = np.nan
+    x[1, 0, 7, 8] = np.nan  # in the row and column a 2x2 pool never reads
+    x[1, 1, 3, 3] = np.inf
+    return x
+
+
+def _nan_wide() -> np.ndarray:
+    """rows of 18 windows (the kernel's blocks of 8, the last overlapping) with ties and NaNs"""
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 4, (2, 3, 21, 37)).astype(np.float32)
+    x[rng.random(x.shape) < 0.05] = np.nan
+    return x
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("k,s,make", [(2, 2, _nan_windows), (3, 2, _nan_windows), (2, 1, _nan_windows),
+                                      (2, 2, _nan_wide)])
+def test_max_pool_nan_windows_as_torch(which: str, k: int, s: int, make: Callable[[], np.ndarray]) -> None:
+    """PyTorch's scan takes `v > max || isnan(v)`: ties to the first maximum, a window's gradient
+    (and its index) to its last NaN."""
+    x = make()
+    xt = torch.tensor(x, requires_grad=True)
+    tv, ti = torch.nn.functional.max_pool2d(xt, k, s, return_indices=True)
+    tv.backward(torch.ones_like(tv))
+    with path(which):
+        xl = lg.tensor(x, requires_grad=True)
+        v, i = lg.nn.functional.max_pool2d(xl, k, s, return_indices=True)
+        v.backward(lg.ones(*v.shape))
+    np.testing.assert_array_equal(v._data, tv.detach().numpy())
+    np.testing.assert_array_equal(i._data, ti.numpy())
+    np.testing.assert_array_equal(xl.grad._data, xt.grad.numpy())
+
+
+# ---- routing: what reaches a kernel, what stays on NumPy -----------------------------------------
+
+def test_contiguous_float32_reaches_the_kernels(spy: Spy) -> None:
+    x = lg.randn(8, 32, requires_grad=True)
+    w, b = lg.ones(32, requires_grad=True), lg.zeros(32, requires_grad=True)
+    r = lg.randn(8, 32)  # (a gradient of .sum() alone is a broadcast view: that stays on NumPy)
+    (lg.nn.functional.gelu(x) * r).sum().backward()
+    (lg.nn.functional.layer_norm(x, (32,), w, b) * r).sum().backward()
+    (x.softmax(-1) * r).sum().backward()
+    (x.log_softmax(-1) * r).sum().backward()
+    (x.relu() * r).sum().backward()
+    (lg.nn.functional.max_pool2d(x.reshape(2, 1, 4, 32), 2) * lg.randn(2, 1, 2, 16)).sum().backward()
+    assert set(spy.calls) >= {"gelu", "layer_norm", "layer_norm_backward", "softmax", "softmax_backward", "relu",
+                              "relu_backward", "max_pool2x2", "max_pool2x2_backward"}
+
+
+@pytest.mark.parametrize("case", ["float64", "empty", "transposed", "broadcast", "softmax_dim0"])
+def test_other_arrays_stay_on_numpy(spy: Spy, case: str) -> None:
+    a = np.random.default_rng(3).standard_normal((6, 5))
+    a32 = a.astype(np.float32)
+    x = {"float64": lambda: lg.tensor(a), "empty": lambda: lg.zeros(0, 5), "transposed": lambda: lg.tensor(a32).T,
+         "broadcast": lambda: lg.tensor(a32[:1]).expand(6, 5), "softmax_dim0": lambda: lg.tensor(a32)}[case]()
+    ops: list[Callable[[Any], Any]] = [lambda t: t.relu(), lambda t: lg.nn.functional.gelu(t),
+                                       lambda t: t.softmax(-1), lambda t: t.log_softmax(-1)]
+    if case == "softmax_dim0":
+        ops = [lambda t: t.softmax(0), lambda t: t.log_softmax(0)]
+    for op in ops:
+        with lg.no_grad():
+            got = op(x)._data
+        with native.disabled(), lg.no_grad():
+            want = op(x)._data
+        np.testing.assert_array_equal(got, want)
+    assert spy.calls == []
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+def test_views_give_torch_results(which: str) -> None:
+    """Non-contiguous and broadcast float32 inputs (NumPy path) still match PyTorch."""
+    a = np.random.default_rng(4).standard_normal((6, 5)).astype(np.float32)
+    cases = [(lambda m, t: m.nn.functional.gelu(t.T)), (lambda m, t: t.T.softmax(-1)), (lambda m, t: t.T.relu()),
+             (lambda m, t: t[:1].expand(6, 5).log_softmax(-1))]
+    with path(which):
+        for f in cases:
+            got = f(lg, lg.tensor(a)).detach()._data
+            np.testing.assert_allclose(got, f(torch, torch.tensor(a)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---- finite differences (float64: the NumPy path) ----------------------------------------------
+
+FD_OPS: dict[str, Callable[..., Any]] = {
+    "gelu": lambda m, x: m.nn.functional.gelu(x),
+    "gelu_tanh": lambda m, x: m.nn.functional.gelu(x, approximate="tanh"),
+    "softmax": lambda m, x: x.softmax(-1),
+    "log_softmax": lambda m, x: x.log_softmax(-1),
+    "relu": lambda m, x: x.relu(),
+    "layer_norm": lambda m, x: m.nn.functional.layer_norm(x, (x.shape[-1],)),
+}
+
+
+@pytest.mark.parametrize("name", list(FD_OPS))
+def test_finite_differences_float64(name: str) -> None:
+    fn = FD_OPS[name]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((3, 7))
+    x[np.abs(x) < 0.05] = 0.3  # away from relu's kink
+    r = rng.standard_normal((3, 7))
+    _, (g,) = _run(lg, fn, [x], r)
+    num = numeric_grads(lambda a: fn(lg, lg.tensor(a))._data, [x.copy()], r)[0]
+    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-7)
+
+
+# ---- Adam: the same float32 operations as the NumPy rule ---------------------------------------
+
+ADAM_CASES = [
+    ("Adam", {}),
+    ("Adam", {"weight_decay": 0.1, "maximize": True}),
+    ("Adam", {"amsgrad": True, "betas": (0.3, 0.9)}),
+    ("AdamW", {"weight_decay": 0.05}),
+    ("AdamW", {"amsgrad": True, "maximize": True, "lr": 0.01}),
+]
+
+
+def _adam_trajectory(opt_name: str, kw: dict[str, Any], module: Any, steps: int = 5) -> list[np.ndarray]:
+    rng = np.random.default_rng(6)
+    inits = [rng.standard_normal(s).astype(np.float32) for s in [(40000,), (7, 3), (5,)]]
+    grads = [[rng.standard_normal(a.shape).astype(np.float32) for a in inits] for _ in range(steps)]
+    params = [module.tensor(a, requires_grad=True) for a in inits]
+    opt = getattr(module.optim, opt_name)(params, **kw)
+    for gs in grads:
+        for p, g in zip(params, gs):
+            p.grad = module.tensor(g)
+        opt.step()
+    return [p.detach().numpy() if module is torch else p.detach()._data.copy() for p in params]
+
+
+@needs_native
+@pytest.mark.parametrize("opt_name,kw", ADAM_CASES)
+def test_adam_bit_identical_to_numpy_rule(spy: Spy, opt_name: str, kw: dict[str, Any]) -> None:
+    fused = _adam_trajectory(opt_name, kw, lg)
+    assert "adam" in spy.calls
+    with native.disabled():
+        plain = _adam_trajectory(opt_name, kw, lg)
+    for a, b in zip(fused, plain):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("opt_name,kw", ADAM_CASES)
+def test_adam_matches_torch(which: str, opt_name: str, kw: dict[str, Any]) -> None:
+    want = _adam_trajectory(opt_name, kw, torch)
+    with path(which):
+        got = _adam_trajectory(opt_name, kw, lg)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_adam_float64_stays_on_numpy(spy: Spy) -> None:
+    p = lg.tensor(np.ones(100), requires_grad=True)
+    p.grad = lg.ones(100, dtype=lg.float64)
+    lg.optim.Adam([p]).step()
+    assert "adam" not in spy.calls
+
+
+# ---- the extension itself --------------------------------------------------------------------------
+
+def test_extension_loads_where_it_was_built() -> None:
+    """With a C compiler and the package installed (pip install -e . builds the extension), the
+    kernels load unless LIGHTGRAD_NATIVE=0: a build that silently stopped working fails here."""
+    if os.environ.get("LIGHTGRAD_NATIVE") == "0":
+        assert not native.available and native.kernels is None
+        return
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler: the NumPy path only")
+    source = Path(native.__file__).with_name("kernels.c")
+    built = list(Path(native.__file__).parent.glob("_kernels*.so")) + list(Path(native.__file__).parent.glob("_kernels*.pyd"))
+    assert built, "the native kernels are not built: run `pip install -e .`"
+    assert native.available, "the native kernels are built but did not load"
+    assert max(p.stat().st_mtime for p in built) >= source.stat().st_mtime - 1, \
+        "the native kernels are older than kernels.c: rebuild with `pip install -e .`"
+
+
+@needs_native
+def test_kernels_check_their_buffers() -> None:
+    """A wrong call raises instead of reading or writing memory it does not own."""
+    k = native.kernels
+    assert k is not None
+    with pytest.raises(ValueError, match="float32"):
+        k.relu(np.zeros(4, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="float32"):
+        k.relu(np.zeros(4), np.zeros(4))
+    with pytest.raises((BufferError, ValueError), match="contiguous"):
+        k.relu(np.zeros((4, 4), np.float32)[:, :2], np.zeros(8, np.float32))
+    with pytest.raises((BufferError, ValueError), match="read-only"):  # a read-only output
+        k.relu(np.zeros(4, np.float32), np.frombuffer(bytes(16), np.float32))
+    with pytest.raises(ValueError, match="rows"):
+        k.softmax(np.zeros(10, np.float32), np.zeros(10, np.float32), 3, False)
+    with pytest.raises(TypeError):
+        k.gelu(np.zeros(4, np.float32))
