@@ -76,7 +76,9 @@ def main(epochs: int = 12, out: str = "out", log: bool = True, max_steps: int | 
     start = time.perf_counter()
     steps = 0
     for epoch in range(epochs):
-        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}/{epochs}", disable=not log, leave=False)
+        # disable=None is tqdm's own rule: a bar on a terminal, none in a log file or pipe (where every
+        # redraw would add a line of carriage returns); the epoch lines below are printed either way
+        bar = tqdm(loader, desc=f"epoch {epoch + 1:2d}/{epochs}", disable=None if log else True, leave=False)
         seen = correct = 0
         total = 0.0
         for xb, yb in bar:

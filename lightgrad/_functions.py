@@ -10,10 +10,13 @@ tensor([1.])
 from __future__ import annotations
 
 import builtins
+import warnings
 from typing import Any
 
 from . import backend as B
 from . import linalg as _linalg
+from .device import backends
+from ._repr import set_printoptions  # noqa: F401  (exported with the process settings)
 from .tensor import Size, Tensor, as_tensor
 
 # The Tensor methods that are functions too, one subject a line (numel is a function of its own below)
@@ -56,6 +59,8 @@ METHODS = " ".join([
     "matrix_power matrix_exp cholesky cholesky_solve cholesky_inverse svd qr pinverse triangular_solve lu lu_solve",
     # copies and the graph
     "clone detach",
+    # complex numbers
+    "angle conj conj_physical resolve_conj is_conj is_complex",
 ]).split()
 
 
@@ -89,6 +94,16 @@ def is_floating_point(x: Tensor) -> builtins.bool:
     return x.is_floating_point()
 
 
+def real(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The real part (a view of a complex tensor; a real tensor itself)."""
+    return input.real
+
+
+def imag(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """The imaginary part of a complex tensor (a view)."""
+    return input.imag
+
+
 def broadcast_shapes(*shapes: Any) -> Size:
     return Size(B.xp.broadcast_shapes(*shapes))
 
@@ -99,10 +114,6 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 
 # ---- process settings ----------------------------------------------------------------------------
-def set_printoptions(**kwargs: Any) -> None:
-    pass
-
-
 def set_num_threads(n: builtins.int) -> None:
     """Threads for large elementwise ops and reductions (1, the default: none); BLAS keeps its own.
 
@@ -116,8 +127,46 @@ def get_num_threads() -> builtins.int:
     return B.get_num_threads()
 
 
+_deterministic = [False, False]  # [mode, warn_only]
+
+
 def use_deterministic_algorithms(mode: builtins.bool, *, warn_only: builtins.bool = False) -> None:
-    pass
+    """Ask for deterministic algorithms. lightgrad's CPU kernels all are (its threaded reductions split
+    work so the result is bit-identical to one thread), so this only records the setting."""
+    if not isinstance(mode, builtins.bool):
+        raise TypeError(f"use_deterministic_algorithms(): argument 'mode' (position 1) must be bool, not "
+                        f"{type(mode).__name__}")
+    _deterministic[0], _deterministic[1] = mode, builtins.bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> builtins.bool:
+    """Whether use_deterministic_algorithms(True) is in effect."""
+    return _deterministic[0]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
+    return _deterministic[0] and _deterministic[1]
+
+
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Recorded as PyTorch does (and mirrored in ``backends.cuda.matmul.allow_tf32``); lightgrad's
+    float32 matmuls are always computed at full precision."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got {type(precision).__name__}")
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      "setFloat32MatmulPrecision call has no effect.", stacklevel=2)
+        return
+    _matmul_precision[0] = precision
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last set by ``set_float32_matmul_precision`` ("highest" by default)."""
+    return _matmul_precision[0]
 
 
 # ---- linear algebra with PyTorch's top-level names ------------------------------------------------

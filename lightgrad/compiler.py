@@ -43,7 +43,6 @@ from ._ops import creation as _creation
 from ._ops import random as _tensor_random
 from .autograd import differentiate as _differentiate
 from .function import Function, SliceGrad
-from .nn import init as _init
 from .nn.functional import activation as _activation
 from .nn.functional import attention as _attention
 from .nn.functional import dropouts as _dropouts
@@ -115,7 +114,10 @@ def _patch_points() -> list[tuple[tuple[Any, ...], tuple[str, ...], _Maker]]:
         # what a replay cannot repeat: reading values, changing the graph, drawing random numbers
         # (``_gen`` is defined in _generator; the samplers bind it at import)
         ((Tensor,), _VALUE_READS, _refuser("Tensor.{}() (reads values or changes the graph)")),
-        ((_generator, R, _tensor_random, _activation, _attention, _dropouts, _pooling, _init), ("_gen",),
+        # hooks run Python code on values in the step (tensor and module hooks)
+        ((E,), ("_run_hooks", "_run_post_hooks"), _refuser("a tensor hook ({})")),
+        ((_Module,), ("_call_with_hooks",), _refuser("a module hook ({})")),
+        ((_generator, R, _tensor_random, _activation, _attention, _dropouts, _pooling), ("_gen",),
          _refuser("random numbers drawn in the step (dropout, rand, randn)")),
         # optimizer and scheduler steps: replayed as live calls (they read Python state such as the
         # step count and the learning rate), in every class that defines one

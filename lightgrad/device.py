@@ -1,8 +1,10 @@
-"""Devices as PyTorch code expects them; only the CPU exists here, and the rest answers truthfully."""
+"""Devices as PyTorch code expects them; only the CPU exists here, and the rest answers truthfully.
+With them the constants that describe a tensor's storage (layouts, memory formats), the error a
+failed device allocation raises, and autocast's state (a leaf, so any layer can read it).
+"""
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 
@@ -55,58 +57,6 @@ def get_default_device() -> device:
     return _CPU
 
 
-class _Cuda:
-    """``lightgrad.cuda``: no CUDA device here; seeding and syncing are harmless no-ops."""
-
-    @staticmethod
-    def is_available() -> bool:
-        return False
-
-    @staticmethod
-    def device_count() -> int:
-        return 0
-
-    @staticmethod
-    def manual_seed(seed: int) -> None:
-        pass
-
-    manual_seed_all = manual_seed
-
-    @staticmethod
-    def synchronize(device: Any = None) -> None:
-        pass
-
-    @staticmethod
-    def empty_cache() -> None:
-        pass
-
-    @staticmethod
-    def is_bf16_supported() -> bool:
-        return False
-
-    @staticmethod
-    def current_device() -> int:
-        raise RuntimeError("No CUDA GPUs are available")
-
-    @staticmethod
-    def memory_allocated(device: Any = None) -> int:
-        return 0
-
-    max_memory_allocated = memory_allocated
-
-    class amp:
-        @staticmethod
-        def autocast(enabled: bool = True, dtype: Any = None, cache_enabled: bool = True) -> Any:
-            return autocast("cuda", dtype=dtype, enabled=enabled)
-
-        @staticmethod
-        def GradScaler(*args: Any, **kwargs: Any) -> GradScaler:  # noqa: N802
-            return GradScaler(*args, **kwargs)
-
-
-cuda = _Cuda()
-
-
 class _Accelerator:
     """``lightgrad.accelerator``: reports that no accelerator is present."""
 
@@ -127,8 +77,13 @@ accelerator = _Accelerator()
 
 
 class _Flags:
+    """A ``torch.backends`` namespace: its flags as attributes (``cudnn.benchmark = True`` is kept)."""
+
     def __init__(self, **kw: Any) -> None:
         self.__dict__.update(kw)
+
+    def __getattr__(self, name: str) -> Any:  # (only for names not set: the usual error; typed as any flag)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def is_available(self) -> bool:
         return False
@@ -136,11 +91,15 @@ class _Flags:
     def is_built(self) -> bool:
         return False
 
+    def version(self) -> None:
+        return None
+
 
 class _Backends:
     def __init__(self) -> None:
         self.cudnn = _Flags(benchmark=False, deterministic=False, enabled=True, allow_tf32=True)
-        self.cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True))
+        self.cuda = _Flags(matmul=_Flags(allow_tf32=False, allow_fp16_reduced_precision_reduction=True,
+                                         allow_bf16_reduced_precision_reduction=True))
         self.mps = _Flags()
         self.mkldnn = _Flags(enabled=True)
         self.openmp = _Flags()
@@ -149,56 +108,53 @@ class _Backends:
 backends = _Backends()
 
 
-class autocast(contextlib.ContextDecorator):
-    """Mixed precision is not implemented: inside this block ops keep their dtypes (float32)."""
 
-    def __init__(self, device_type: str = "cpu", dtype: Any = None, enabled: bool = True,
-                 cache_enabled: bool | None = None) -> None:
-        self.device_type, self.dtype, self.enabled = device_type, dtype, enabled
+# ---- storage: layouts and memory formats ---------------------------------------------------------
+class layout:
+    """A tensor's storage kind: every lightgrad tensor is ``strided`` (dense)."""
 
-    def __enter__(self) -> autocast:
-        return self
+    __slots__ = ("_name",)
 
-    def __exit__(self, *exc: object) -> None:
-        pass
+    def __init__(self, name: str) -> None:
+        self._name = name
 
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
 
-class GradScaler:
-    """Loss scaling is needed only for float16 training, which lightgrad does not autocast to, so
-    this scaler is disabled: ``scale`` returns the loss and ``step`` calls ``optimizer.step()``."""
-
-    def __init__(self, device: str = "cpu", init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True) -> None:
-        self._enabled = False
-
-    def scale(self, outputs: Any) -> Any:
-        return outputs
-
-    def unscale_(self, optimizer: Any) -> None:
-        pass
-
-    def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:
-        return optimizer.step(*args, **kwargs)
-
-    def update(self, new_scale: Any = None) -> None:
-        pass
-
-    def get_scale(self) -> float:
-        return 1.0
-
-    def is_enabled(self) -> bool:
-        return self._enabled
-
-    def state_dict(self) -> dict[str, Any]:
-        return {}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        pass
+    def __reduce__(self) -> str:
+        return self._name  # a constant: unpickles (and deep-copies) to the same object
 
 
-class _Amp:
-    autocast = autocast
-    GradScaler = GradScaler
+strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, _mkldnn = (
+    layout(n) for n in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn"))
 
 
-amp = _Amp()
+class memory_format:
+    """How a 4-D or 5-D tensor's dims are ordered in memory, as PyTorch names it. lightgrad accepts
+    every format where PyTorch does and answers ``is_contiguous(memory_format=...)`` from a tensor's
+    real strides, but keeps its own (row-major) layout when asked to convert."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+contiguous_format, channels_last, channels_last_3d, preserve_format = (
+    memory_format(n) for n in ("contiguous_format", "channels_last", "channels_last_3d", "preserve_format"))
+
+
+class OutOfMemoryError(RuntimeError):
+    """``torch.OutOfMemoryError`` (also ``torch.cuda.OutOfMemoryError``): a device allocation failed."""
+
+
+# ---- autocast's state --------------------------------------------------------------------------
+# (enabled, dtype) per device type, set by lightgrad.amp.autocast. A leaf, so that an op that would
+# cast under autocast reads one dict entry; today no op does (see lightgrad.amp).
+_autocast_state: dict[str, tuple[bool, Any]] = {}

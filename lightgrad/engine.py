@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from . import _refcount as R
 from . import backend as B
 from .function import Function, SliceGrad, unbroadcast
-from .grad_mode import _enabled, _recording, not_differentiable_twice
+from .grad_mode import _anomaly, _enabled, _recording, not_differentiable_twice
 from .memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from .memory import _current as _arena
 from .memory import empty_like_home, reclaimed_error
@@ -104,6 +104,42 @@ def _recorded(node: Function, g: Tensor) -> tuple[Any, ...]:
 _ONES: dict[Any, B.ndarray] = {}
 
 
+def _check_nan(node: Function, grads: tuple[Any, ...]) -> None:
+    """Anomaly mode: refuse a backward formula that produced NaN, naming its node (so its op)."""
+    for i, g in enumerate(grads):
+        if g is not None and type(g) is not SliceGrad:
+            arr = g._data if isinstance(g, Tensor) else g
+            if arr.dtype.kind in "fc" and B.isnan(arr).any():
+                raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _run_hooks(hooks: Any, g: Any, create_graph: bool) -> Any:
+    """Pass a gradient (an array, or a Tensor under create_graph) through a tensor's hooks in the
+    order they were registered; a hook that returns a Tensor replaces it (PyTorch's checks)."""
+    if not hooks:
+        return g
+    t = g if isinstance(g, Tensor) else Tensor._make(g.dense() if type(g) is SliceGrad else g)
+    for hook in list(hooks.values()):
+        r = hook(t)
+        if r is None:
+            continue
+        if not isinstance(r, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+        if r._arr.shape != t._arr.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+        t = r
+    return t if create_graph else t._data
+
+
+def _run_post_hooks(t: Tensor) -> None:
+    for hook in list(t._post_hooks.values()):
+        hook(t)
+
+
 def _seed_grad(t: Tensor, g: Any) -> Any:
     if g is None:
         d = t._arr  # (metadata; the nodes check their storage: Function.mems)
@@ -111,6 +147,9 @@ def _seed_grad(t: Tensor, g: Any) -> Any:
         if one is None:
             if d.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if d.dtype.kind == "c":  # (never stored: it raises every time)
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
+                                   f"{t.dtype!r}")
             one = _ONES[(d.dtype, d.shape)] = B.ones(d.shape, d.dtype)
             one.flags.writeable = False
         return one
@@ -209,13 +248,17 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
     fresh: list[Tensor] = []
     later: list[tuple[Tensor, Any]] = []
     last: list[tuple[Function, Any]] = []
+    hooked: dict[Any, Any] = {}  # leaf with hooks -> its gradient so far
     token = _enabled.set(create_graph)
     try:
         if deliver is not None and not deliver[0] and deliver[1] is None:
             deliver = None  # (plain accumulation: the common case's path)
         if seeds:
             for t, sg in seeds:
-                _deliver_leaf(t, sg, grads, deliver, create_graph, fresh, later)
+                if t._hooks is not None or t._post_hooks is not None:
+                    _hold_hooked(hooked, t, sg, create_graph)
+                else:
+                    _deliver_leaf(t, sg, grads, deliver, create_graph, fresh, later)
         while heap:
             node = heappop(heap)[1]
             g = grads.pop(node)
@@ -229,6 +272,8 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                 raise RuntimeError(_FREED)
             if node.stamp != stamp:  # (an in-place change or an arena reset since the node ran)
                 _check_versions(node)
+            if node.hooks is not None:  # a non-leaf's register_hook (before retain_grad, as PyTorch)
+                g = _run_hooks(node.hooks, g, create_graph)
             if node.retained is not None:
                 _store(node.retained, g, create_graph, fresh, later)
             if taken and node in taken:
@@ -237,6 +282,8 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                 last.append((node, g))
                 continue
             pgrads = _graph_backward(node, g) if create_graph else node.backward(g)
+            if _anomaly[0] and _anomaly[1]:
+                _check_nan(node, pgrads)
             for p, e, pg in zip(node.parents, node.edges, pgrads):
                 if e is None or pg is None:
                     continue
@@ -245,6 +292,9 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                 if not isinstance(e, Function):  # a leaf
                     if type(pg) is SliceGrad:
                         pg = pg.dense()
+                    if e._hooks is not None or e._post_hooks is not None:
+                        _hold_hooked(hooked, e, pg, create_graph)
+                        continue
                     if deliver is not None:
                         _deliver_leaf(e, pg, grads, deliver, create_graph, fresh, later)
                     elif e._grad is None:  # the common case: leaves just accumulate .grad
@@ -261,6 +311,11 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
                     grads[e] = prev + pg if create_graph else _add_grad(prev, pg, owned)
             if saved and not retain_graph:
                 node.saved = None
+        if hooked:  # leaves with hooks: their whole gradient through the hooks, then delivered
+            for t, hg in hooked.items():
+                if t._hooks is not None:
+                    hg = _run_hooks(t._hooks, hg, create_graph)
+                _deliver_leaf(t, hg, grads, deliver, create_graph, fresh, later)
         if later:
             _add_later(later, create_graph)
     except BaseException:
@@ -269,10 +324,21 @@ def _walk(grads: dict[Any, Any], heap: list[tuple[int, Function]], retain_graph:
         _enabled.reset(token)
         raise
     try:
+        if hooked and (deliver is None or not deliver[0]):
+            for t in hooked:  # register_post_accumulate_grad_hook: once .grad holds the sum
+                if t._post_hooks and (deliver is None or deliver[1] is None or id(t) in deliver[1]):
+                    _run_post_hooks(t)
         for node, g in last:  # (once every .grad is in place: DDP's gradient reduction)
             node.backward(g)
     finally:
         _enabled.reset(token)
+
+
+def _hold_hooked(hooked: dict[Any, Any], t: Tensor, g: Any, create_graph: bool) -> None:
+    """Sum a hooked leaf's gradients over the walk: its hooks see the whole gradient once, as
+    PyTorch's AccumulateGrad node does."""
+    prev = hooked.get(t)
+    hooked[t] = g if prev is None else prev + g if create_graph else B.add(prev, g)
 
 
 def _deliver_leaf(t: Tensor, g: Any, grads: dict[Any, Any], deliver: tuple[bool, Any] | None,

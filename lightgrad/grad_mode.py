@@ -17,6 +17,11 @@ _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("lightgrad_grad"
 _recording: contextvars.ContextVar[Any] = contextvars.ContextVar("lightgrad_recording", default=None)
 
 
+# anomaly detection (autograd.detect_anomaly): [enabled, check_nan]; the engine checks each node's
+# gradients for NaN while it is on
+_anomaly = [False, True]
+
+
 def not_differentiable_twice(what: str) -> RuntimeError:
     """The error for a backward formula that cannot record its own graph (create_graph=True)."""
     node = _recording.get()

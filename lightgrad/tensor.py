@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from . import _numpy_dispatch as N
@@ -20,6 +21,7 @@ from . import backend as B
 from . import dtypes as D
 from . import engine as E
 from . import function as F
+from ._hooks import RemovableHandle, add_hook
 from ._ops import bind as _bind_ops
 from ._ops.common import (_PY_NUMBERS, _SCALAR_TYPE, Number, _as_tensor, _binary, _bump, _check_broadcast,
                           _check_divisor, _dim, _promote, _raw)
@@ -33,7 +35,7 @@ from ._ops.reduce import ReduceMixin
 from ._ops.shape import ShapeMixin
 from ._ops.sort import SortMixin
 from ._repr import tensor_repr
-from .device import _CPU
+from .device import _CPU, strided
 from .device import device as _device
 from .engine import run_backward  # (Tensor.backward's; lightgrad.compiler patches it here while tracing)
 from .grad_mode import _enabled, _recording, is_grad_enabled, no_grad, not_differentiable_twice
@@ -44,16 +46,21 @@ from .memory import reclaimed_error
 
 # the free functions, each with its subject in _ops/, where other modules have always imported them
 from ._ops.common import return_types  # noqa: F401
-from ._ops.creation import (_check_size, _new, _size_arg, arange, as_tensor, empty_like, eye, from_dlpack,  # noqa: F401
+from ._ops.creation import (_CHANNELS_LAST, _check_size, _dense_in, _memory_format, _new, _size_arg,  # noqa: F401
+                            arange, as_tensor, empty_like, eye, from_dlpack,
                             from_numpy, full, full_like, linspace, logspace, ones, ones_like, tril_indices,
                             triu_indices, zeros, zeros_like)
-from ._ops.elementwise import polygamma, where  # noqa: F401
+from ._ops.elementwise import polygamma, view_as_complex, view_as_real, where  # noqa: F401
 from ._ops.index import unravel_index  # noqa: F401
 from ._ops.linalg import einsum, tensordot, vander  # noqa: F401
 from ._ops.reduce import cumulative_trapezoid, std_mean, trapezoid, trapz, values_indices, var_mean  # noqa: F401
 from ._ops.shape import (atleast_1d, atleast_2d, atleast_3d, block_diag, cartesian_prod, cat,  # noqa: F401
                          column_stack, concat, concatenate, stack)
 from ._ops.sort import bucketize, isin, searchsorted  # noqa: F401
+
+
+# the array API namespace's getter, bound by lightgrad.array_api when it loads (with the package)
+ARRAY_NAMESPACE: list[Any] = [None]
 
 
 class Size(tuple):
@@ -95,6 +102,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
     _view: tuple[Tensor, Any]  # (base, how) on a view with no grad_fn to its base: see _view_link
     __array_priority__ = 1000  # ndarray op Tensor defers to Tensor's reflected operator
     _grad_buf: Any = None  # an optimizer's flat-buffer slice that receives this leaf's gradient
+    _hooks: Any = None  # a leaf's register_hook hooks (a non-leaf's sit on its grad_fn): engine._run_hooks
+    _post_hooks: Any = None  # a leaf's register_post_accumulate_grad_hook hooks
 
     def __init__(self, data: Any = None, *, dtype: Any = None, requires_grad: builtins.bool = False) -> None:
         arr = _to_array(data if data is not None else [], dtype)
@@ -157,6 +166,11 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
     def is_cuda(self) -> builtins.bool:
         return False
 
+    is_cpu = property(lambda self: True, doc="True: every lightgrad tensor is a dense CPU tensor.")
+    # PyTorch's other devices and storage kinds, none of which a lightgrad tensor has
+    is_xpu = is_mps = is_meta = is_quantized = is_nested = is_mkldnn = is_vulkan = is_ipu = is_maia = \
+        is_sparse_csr = property(lambda self: False)
+
     @property
     def ndim(self) -> builtins.int:
         return self._arr.ndim
@@ -183,12 +197,20 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._arr.nbytes
 
     def is_floating_point(self) -> builtins.bool:
-        return self._arr.dtype.kind == "f"
+        return D.is_floating(self._arr.dtype)
+
+    def is_complex(self) -> builtins.bool:
+        return self._arr.dtype.kind == "c"
 
     def is_signed(self) -> builtins.bool:
-        return self._data.dtype.kind in "fi"
+        return self.dtype.is_signed
 
-    def is_contiguous(self) -> builtins.bool:
+    def is_contiguous(self, *, memory_format: Any = None) -> builtins.bool:
+        """Row-major dense (or dense in ``memory_format``'s order, by PyTorch's rule: a dim of size 1
+        constrains nothing), from the real strides."""
+        fmt = _memory_format(memory_format, None, "is_contiguous")
+        if fmt in _CHANNELS_LAST:
+            return _dense_in(self._arr.shape, self.stride(), fmt)
         return bool(self._arr.flags.c_contiguous)
 
     def is_same_size(self, other: Tensor) -> builtins.bool:
@@ -274,8 +296,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return False
 
     @property
-    def layout(self) -> str:
-        return "torch.strided"
+    def layout(self) -> Any:
+        return strided
 
     @property
     def _version_count(self) -> builtins.int:
@@ -306,6 +328,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if D.is_low_precision(self._arr.dtype):  # (NumPy has no bfloat16: PyTorch refuses, and so do we)
+            raise TypeError(f"Got unsupported ScalarType {_SCALAR_TYPE[self.dtype.name]}")
         return self._data if not force else self._data.copy()
 
     def __array__(self, dtype: Any = None, copy: builtins.bool | None = None) -> B.ndarray:
@@ -328,9 +352,16 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
     def __dlpack_device__(self) -> tuple[builtins.int, int]:
         return self._data.__dlpack_device__()
 
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The Python array API standard's namespace for tensors: ``lightgrad.array_api``."""
+        return ARRAY_NAMESPACE[0](api_version)
+
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
-        """``x.to(lightgrad.float64)``, ``x.to('cpu')``, ``x.to(other)``; no copy if nothing changes."""
+        """``x.to(lightgrad.float64)``, ``x.to('cpu')``, ``x.to(other)``; no copy if nothing changes
+        (``memory_format`` is checked as PyTorch does; the layout stays lightgrad's row-major one)."""
         dt = kwargs.get("dtype")
+        if kwargs.get("memory_format") is not None:
+            _memory_format(kwargs["memory_format"], self.ndim, "to")
         for a in list(args) + [kwargs.get("device")]:
             if isinstance(a, Tensor):
                 dt = a.dtype
@@ -345,11 +376,18 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
             return self if not kwargs.get("copy") else self.clone()
         if not self.requires_grad or not is_grad_enabled():
             return Tensor._make(B.cast(self._data, dt.np))
+        if dt.is_complex and not self.is_complex():  # (the gradient back is the real part of g's)
+            return F.Complex.apply(self.to(dt.to_real()), None)
         return F.Cast.apply(self, dtype=dt.np)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
             return f"torch.{_SCALAR_TYPE[self.dtype.name]}Tensor"
+        if isinstance(dtype, str) and dtype.endswith("Tensor"):  # "torch.DoubleTensor": by its scalar type's name
+            names = {f"torch.{v}Tensor": k for k, v in _SCALAR_TYPE.items()}
+            if dtype not in names:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = names[dtype]
         return self.to(dtype)
 
     def type_as(self, other: Tensor) -> Tensor:
@@ -363,6 +401,15 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
 
     def half(self) -> Tensor:
         return self.to(D.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(D.bfloat16)
+
+    def cfloat(self) -> Tensor:
+        return self.to(D.complex64)
+
+    def cdouble(self) -> Tensor:
+        return self.to(D.complex128)
 
     def long(self) -> Tensor:
         return self.to(D.int64)
@@ -392,9 +439,15 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self
 
     def clone(self, *, memory_format: Any = None) -> Tensor:
+        """A copy (row-major: ``memory_format`` is checked as PyTorch does, the layout kept lightgrad's)."""
+        _memory_format(memory_format, self.ndim, "clone")
         return F.Copy.apply(self)
 
-    def contiguous(self, memory_format: Any = None) -> Tensor:
+    def contiguous(self, *, memory_format: Any = None) -> Tensor:
+        """Self if row-major dense, else a row-major copy. lightgrad keeps its own layout: a
+        ``memory_format=channels_last`` request is checked as PyTorch does and gives the same values,
+        row-major."""
+        _memory_format(memory_format, self.ndim, "contiguous")
         return self if self._data.flags.c_contiguous else self.clone()
 
     def detach(self) -> Tensor:
@@ -413,7 +466,11 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and not D.is_floating(self._data.dtype):
+            if self._data.dtype.kind == "c":
+                F.complex.guard()  # (complex ops take the path that checks their gradients: function/complex)
+                self.requires_grad = requires_grad
+                return self
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, got {self.dtype}")
         self.requires_grad = requires_grad
         return self
@@ -445,8 +502,32 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         run_backward([self], [gradient], create_graph if retain_graph is None else retain_graph,
                      create_graph, None, inputs)  # (positional: keywords cost on every backward)
 
-    def register_hook(self, hook: Any) -> Any:
-        raise RuntimeError("lightgrad does not support tensor hooks; use autograd.grad instead")
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """Call ``hook(grad)`` whenever this tensor's gradient is computed; a Tensor it returns
+        replaces the gradient: ``h = x.register_hook(lambda g: g.clamp(-1, 1))``, then ``h.remove()``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self._grad_fn
+        if fn is None:
+            hooks = self.__dict__.get("_hooks")
+            if hooks is None:
+                hooks = self.__dict__["_hooks"] = OrderedDict()
+        else:
+            hooks = fn.hooks
+            if hooks is None:
+                hooks = fn.hooks = OrderedDict()
+        return add_hook(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Call ``hook(tensor)`` after backward has accumulated this leaf's ``.grad``."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        hooks = self.__dict__.get("_post_hooks")
+        if hooks is None:
+            hooks = self.__dict__["_post_hooks"] = OrderedDict()
+        return add_hook(hooks, hook)
 
     # ---- Python protocol -------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -583,6 +664,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return _as_tensor(o).matmul(self)
 
     def __floordiv__(self, o: Any) -> Tensor:
+        D.check_bare_unsigned("div_floor_cpu", self._arr.dtype)
         _check_divisor(self, o)
         return self._nograd_binary(B.floor_divide, o)
 
@@ -591,6 +673,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return _as_tensor(o, self)._nograd_binary(B.floor_divide, self)
 
     def __mod__(self, o: Any) -> Tensor:
+        D.check_bare_unsigned("remainder_cpu", self._arr.dtype)
         _check_divisor(self, o)
         return _binary(F.Remainder, self, o)
 
@@ -608,6 +691,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self.abs()
 
     def __invert__(self) -> Tensor:
+        D.check_bare_unsigned("bitwise_not_cpu", self._arr.dtype)
         if self._data.dtype == B.xp.bool_:
             return Tensor._make(B.logical_not(self._data))
         return Tensor._make(B.invert(self._data))
@@ -630,15 +714,23 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._compare(B.not_equal, o)
 
     def __lt__(self, o: Any) -> Tensor:
+        if D.GUARDED[0] is not None:  # (uint16/32/64 have no ordering kernels in PyTorch)
+            D.check_bare_unsigned("lt_cpu", self._arr.dtype)
         return self._compare(B.less, o)
 
     def __le__(self, o: Any) -> Tensor:
+        if D.GUARDED[0] is not None:
+            D.check_bare_unsigned("le_cpu", self._arr.dtype)
         return self._compare(B.less_equal, o)
 
     def __gt__(self, o: Any) -> Tensor:
+        if D.GUARDED[0] is not None:
+            D.check_bare_unsigned("gt_cpu", self._arr.dtype)
         return self._compare(B.greater, o)
 
     def __ge__(self, o: Any) -> Tensor:
+        if D.GUARDED[0] is not None:
+            D.check_bare_unsigned("ge_cpu", self._arr.dtype)
         return self._compare(B.greater_equal, o)
 
     def _nograd_binary(self, f: Any, o: Any) -> Tensor:

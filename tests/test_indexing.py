@@ -339,3 +339,85 @@ def test_unique_index_put_accumulate_matches_torch() -> None:
         res.append((y.detach().numpy(), x.grad.numpy(), v.grad.numpy()))
     for a, b in zip(*res):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+# ---- Python sequences as indices: range, tuples inside the index, PyTorch's non-tuple rule --------
+SEQUENCE_INDICES = {
+    "range": lambda T, i: (range(3),),
+    "range_and_tensor": lambda T, i: (range(3), i),
+    "empty_range": lambda T, i: (range(0),),
+    "stepped_range_and_int": lambda T, i: (range(1, 4, 2), 2),
+    "slice_and_range": lambda T, i: (slice(None), range(5)),
+    "two_ranges": lambda T, i: (range(4), range(4)),
+    "tuple_inside": lambda T, i: ((0, 1), slice(None)),
+    "list_pair": lambda T, i: ([0, 1], [1, 2]),
+    "list_of_lists": lambda T, i: [[0, 1], [1, 2]],  # (non-tuple sequence read as a tuple, deprecated)
+    "list_with_slice": lambda T, i: [0, slice(None)],
+    "list_with_tensor": lambda T, i: [T.tensor(1), 2],
+    "list_with_none": lambda T, i: [None, 0],
+    "list_with_ellipsis": lambda T, i: [Ellipsis, 0],
+    "list_with_range": lambda T, i: [range(2)],
+    "numpy_2d": lambda T, i: (np.array([[0, 1], [1, 2]]),),
+    "long_list": lambda T, i: (list(range(4)) * 10,),
+}
+
+
+def _seq_index(T: Any, name: str) -> Any:
+    idx = SEQUENCE_INDICES[name](T, T.tensor([0, 2, 1]))
+    return idx if isinstance(idx, list) else (idx[0] if len(idx) == 1 else idx)
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("name", list(SEQUENCE_INDICES))
+def test_sequence_index_read_and_grad(name: str) -> None:
+    data = RNG.standard_normal((4, 6))
+    out = []
+    for T in (torch, lg):
+        x = T.tensor(data, requires_grad=True)
+        y = x[_seq_index(T, name)]
+        (y * T.arange(y.numel(), dtype=T.float64).reshape(y.shape)).sum().backward()
+        out.append((y.detach().numpy(), x.grad.numpy()))
+    assert out[0][0].shape == out[1][0].shape
+    np.testing.assert_array_equal(out[1][0], out[0][0])
+    np.testing.assert_array_equal(out[1][1], out[0][1])
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("name", [n for n in SEQUENCE_INDICES if n not in ("two_ranges", "long_list")])
+def test_sequence_index_assign(name: str) -> None:
+    out = []
+    for T in (torch, lg):
+        x = T.zeros(4, 6)
+        x[_seq_index(T, name)] = 5.0
+        out.append(x.numpy())
+    np.testing.assert_array_equal(out[1], out[0])
+
+
+def test_range_index_assign_with_gradient() -> None:
+    # x[range(n), target] = v, the way a loss written by hand does it
+    target, v = [1, 0, 3], RNG.standard_normal(3)
+    grads = []
+    for T in (torch, lg):
+        w = T.tensor(v, requires_grad=True)
+        x = T.zeros(3, 4, dtype=T.float64)
+        x[range(3), T.tensor(target)] = w
+        (x * T.arange(12.0, dtype=T.float64).reshape(3, 4)).sum().backward()
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
+
+
+def test_non_tuple_sequence_warns_as_pytorch() -> None:
+    x = lg.zeros(4, 6)
+    with pytest.warns(UserWarning, match="non-tuple sequence for multidimensional indexing"):
+        x[[0, slice(None)]]
+
+
+@pytest.mark.filterwarnings("ignore:Using a non-tuple sequence")
+@pytest.mark.parametrize("index", [lambda: (range(3), [0, 1]), lambda: "a"], ids=["mismatch", "str"])
+def test_sequence_index_errors(index: Any) -> None:
+    errs = []
+    for T in (torch, lg):
+        with pytest.raises((IndexError, TypeError)) as e:
+            T.zeros(4, 6)[index()]
+        errs.append((type(e.value), str(e.value).split(" (Triggered")[0]))
+    assert errs[1] == errs[0]

@@ -21,16 +21,16 @@ ROOT = Path(__file__).resolve().parent.parent / "lightgrad"
 # (module prefix, layer): the longest matching prefix gives a module its layer
 LAYERS: list[tuple[str, int]] = [
     ("lightgrad.dtypes", 0), ("lightgrad.memory", 0), ("lightgrad.device", 0), ("lightgrad.grad_mode", 0),
-    ("lightgrad._refcount", 0), ("lightgrad._generator", 0),
+    ("lightgrad._refcount", 0), ("lightgrad._generator", 0), ("lightgrad._hooks", 0),
     ("lightgrad.backend", 1),
     ("lightgrad.function", 2),
     ("lightgrad.engine", 3),
     ("lightgrad.tensor", 4), ("lightgrad._ops", 4), ("lightgrad._repr", 4), ("lightgrad._numpy_dispatch", 4),
     ("lightgrad.autograd", 5), ("lightgrad.linalg", 5), ("lightgrad.random", 5), ("lightgrad._functions", 5),
-    ("lightgrad.distributed", 5),
+    ("lightgrad.distributed", 5), ("lightgrad.fft", 5), ("lightgrad.special", 5),
     ("lightgrad.nn", 6),
     ("lightgrad.optim", 7), ("lightgrad.func", 7), ("lightgrad.distributions", 7),
-    ("lightgrad.compiler", 8), ("lightgrad.serialization", 8), ("lightgrad.utils", 8), ("lightgrad.datasets", 8),
+    ("lightgrad.compiler", 8), ("lightgrad.serialization", 8), ("lightgrad.testing", 8), ("lightgrad.jit", 0), ("lightgrad.hub", 0), ("lightgrad.utils", 8), ("lightgrad.datasets", 8),
     ("lightgrad._torch_alias", 8), ("lightgrad", 9),
 ]
 

@@ -113,7 +113,7 @@ def _scalar_of(v: Any) -> Any:
 
 def _floating(x: Tensor) -> Tensor:
     """Integer tensors become the default float dtype for floating ops, as in PyTorch."""
-    return x if x._data.dtype.kind == "f" else x.to(D.get_default_dtype())
+    return x if D.is_inexact(x._data.dtype) else x.to(D.get_default_dtype())
 
 
 def _promote(a: Any, b: Any) -> tuple[Any, Any]:
@@ -155,9 +155,9 @@ def _binary(fn: Any, a: Any, b: Any, floating: builtins.bool = False) -> Tensor:
         return fn.apply(a, b)
     a, b = _promote(a, b)
     if floating:
-        if isinstance(a, Tensor) and a._data.dtype.kind != "f":
+        if isinstance(a, Tensor) and not D.is_inexact(a._data.dtype):
             a, b = _promote(a.to(D.get_default_dtype()), b)
-        elif isinstance(b, Tensor) and b._data.dtype.kind != "f":
+        elif isinstance(b, Tensor) and not D.is_inexact(b._data.dtype):
             a, b = _promote(a, b.to(D.get_default_dtype()))
     if isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.shape != b._data.shape:
         _check_broadcast(a._data.shape, b._data.shape)

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
 from .. import dtypes as D
+from ..device import channels_last, channels_last_3d, memory_format, preserve_format
 from ..device import device as _device
+from ..grad_mode import no_grad
 from ..memory import _current as _arena
 from ..memory import empty as _alloc
 from .common import Number, _scalar_of
@@ -24,22 +26,26 @@ class CreationMixin:
 
     __slots__ = ()
 
-    def new_zeros(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return _fill(size, 0.0, dtype or self.dtype, requires_grad, device, "new_zeros")
+    def new_zeros(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+                  **kw: Any) -> Tensor:
+        return _fill(_sized(size, kw, "new_zeros"), 0.0, dtype or self.dtype, requires_grad, device, "new_zeros")
 
-    def new_ones(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return _fill(size, 1.0, dtype or self.dtype, requires_grad, device, "new_ones")
+    def new_ones(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+                 **kw: Any) -> Tensor:
+        return _fill(_sized(size, kw, "new_ones"), 1.0, dtype or self.dtype, requires_grad, device, "new_ones")
 
     def new_full(self: TensorSelf, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-                 requires_grad: builtins.bool = False) -> Tensor:
+                 requires_grad: builtins.bool = False, layout: Any = None, pin_memory: builtins.bool = False) -> Tensor:
         return _fill((size,), _scalar_of(fill_value), dtype or self.dtype, requires_grad, device, "new_full",
                      packed=True)
 
-    def new_empty(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return _fill(size, None, dtype or self.dtype, requires_grad, device, "new_empty")
+    def new_empty(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+                  **kw: Any) -> Tensor:
+        return _fill(_sized(size, kw, "new_empty"), None, dtype or self.dtype, requires_grad, device, "new_empty")
 
-    def new_tensor(self: TensorSelf, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-        return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    def new_tensor(self: TensorSelf, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+                   layout: Any = None, pin_memory: builtins.bool = False) -> Tensor:
+        return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
 # ---- data to arrays (tensor(), Tensor()) ---------------------------------------------------------
@@ -49,6 +55,7 @@ def _to_array(data: Any, dtype: Any) -> B.ndarray:
     if isinstance(data, Tensor):
         arr = data._data.copy()
     elif isinstance(data, B.ndarray):
+        D.numpy_dtype(data.dtype)  # (PyTorch's TypeError for ml_dtypes' bfloat16 arrays, strings, objects)
         arr = B.array(data, copy=True)
     else:
         if isinstance(data, list | tuple) and data and any(isinstance(d, Tensor) for d in _flat(data)):
@@ -62,12 +69,14 @@ def _to_array(data: Any, dtype: Any) -> B.ndarray:
                 dt = D.get_default_dtype().np
             elif arr.dtype.kind in "iu":
                 dt = B.xp.dtype(B.xp.int64)
+            elif arr.dtype.kind == "c":
+                dt = D.default_complex().np
             elif arr.dtype.kind == "O" or arr.dtype.kind in "USV":
                 raise TypeError(f"can't convert {type(data).__name__} of {arr.dtype} to a tensor; "
                                 "expected numbers, nested lists of numbers, or an array")
     if dt is not None and arr.dtype != dt:
         arr = arr.astype(dt)
-    D.from_numpy_dtype(arr.dtype)  # refuses unsupported dtypes (complex, strings, objects)
+    D.from_numpy_dtype(arr.dtype)  # refuses unsupported dtypes (strings, objects, longdouble)
     return arr
 
 
@@ -120,7 +129,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if isinstance(data, B.ndarray):
-        D.from_numpy_dtype(data.dtype)
+        D.numpy_dtype(data.dtype)
         if dtype is None or D.to_dtype(dtype).np == data.dtype:
             return _new(data, False, heap=True)
     return tensor(data, dtype)
@@ -130,7 +139,7 @@ def from_numpy(a: B.ndarray) -> Tensor:
     """A tensor sharing memory with the NumPy array ``a``."""
     if not isinstance(a, B.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
-    D.from_numpy_dtype(a.dtype)
+    D.numpy_dtype(a.dtype)
     return _new(a, False, heap=True)
 
 
@@ -220,62 +229,128 @@ def _fill(size: tuple[Any, ...], value: Any, dtype: Any, requires_grad: builtins
     return _new(arr, requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None,
-          **kw: Any) -> Tensor:
-    """``zeros(2, 3)``: a float32 tensor of zeros."""
-    return _fill(_sized(size, kw, "zeros"), 0.0, dtype, requires_grad, device, "zeros")
-
-
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, out: Any = None,
-         **kw: Any) -> Tensor:
-    return _fill(_sized(size, kw, "ones"), 1.0, dtype, requires_grad, device, "ones")
-
-
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _fill(_sized(size, kw, "empty"), None, dtype, requires_grad, device, "empty")
-
-
-def _sized(size: tuple[Any, ...], kw: dict[str, Any], fn: str) -> tuple[Any, ...]:
-    """``size`` given by keyword (``zeros(size=(2, 3))``) or positionally; PyTorch's other keywords
-    (layout, pin_memory, memory_format, names) change nothing here, and any more is a TypeError."""
+def _sized(size: tuple[Any, ...], kw: dict[str, Any], fn: str, memory_format: builtins.bool = False) -> tuple[Any, ...]:
+    """A factory's size as PyTorch's parser takes it: positionally (``zeros(2, 3)``, ``zeros((2, 3))``)
+    or by keyword (``zeros(size=(2, 3))``), never both nor neither. ``layout`` (one: strided),
+    ``pin_memory`` and ``names`` change nothing here; ``memory_format`` is empty's only; any other
+    keyword is PyTorch's TypeError."""
     for k in kw:
-        if k not in ("size", "layout", "pin_memory", "memory_format", "names"):
+        if k not in ("size", "layout", "pin_memory", "names") and not (memory_format and k == "memory_format"):
             raise TypeError(f"{fn}() got an unexpected keyword argument '{k}'")
-    return (kw["size"],) if "size" in kw and not size else size
+    if "size" in kw:
+        if size:
+            raise TypeError(f"{fn}() got multiple values for argument 'size'")
+        return (kw["size"],)
+    if not size:
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
+    return size
 
 
-def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def _into(out: Any, t: Tensor, fn: str) -> Tensor:
+    """``t`` written into ``out=`` (of t's shape) and ``out`` returned, as PyTorch's out= forms do."""
+    if out is None:
+        return t
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {_type_name(out)}")
+    if out.shape != t.shape:  # (PyTorch resizes out; lightgrad's tensors do not resize)
+        raise RuntimeError(f"{fn}(): out= has shape {list(out.shape)}, the result {list(t.shape)}; lightgrad "
+                           "writes into an out= tensor of the result's shape only")
+    with no_grad():
+        out.copy_(t)
+    return out
+
+
+def zeros(*size: Any, out: Any = None, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+          **kw: Any) -> Tensor:
+    """``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=(2, 3))``: a float32 tensor of zeros."""
+    dt = dtype if dtype is not None or out is None else out.dtype
+    return _into(out, _fill(_sized(size, kw, "zeros"), 0.0, dt, requires_grad, device, "zeros"), "zeros")
+
+
+def ones(*size: Any, out: Any = None, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+         **kw: Any) -> Tensor:
+    """``ones(2, 3)``: a float32 tensor of ones (sizes as ``zeros``)."""
+    dt = dtype if dtype is not None or out is None else out.dtype
+    return _into(out, _fill(_sized(size, kw, "ones"), 1.0, dt, requires_grad, device, "ones"), "ones")
+
+
+def empty(*size: Any, out: Any = None, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+          **kw: Any) -> Tensor:
+    """An uninitialised tensor (sizes as ``zeros``); ``memory_format`` is checked as PyTorch does,
+    the layout stays row-major."""
+    dt = dtype if dtype is not None or out is None else out.dtype
+    t = _fill(_sized(size, kw, "empty", memory_format=True), None, dt, requires_grad, device, "empty")
+    _memory_format(kw.get("memory_format"), t.ndim, "empty")
+    return _into(out, t, "empty")
+
+
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                  requires_grad: builtins.bool = False, pin_memory: builtins.bool = False) -> Tensor:
+    """An uninitialised tensor of ``size`` with the element strides ``stride`` (a view of a buffer
+    just large enough, as PyTorch's)."""
+    shape, strides = _size_arg((size,), "empty_strided", packed=True), tuple(builtins.int(v) for v in stride)
+    if len(shape) != len(strides):
+        raise RuntimeError("mismatch in length of strides and shape")
+    n = 0 if 0 in shape else 1 + sum((s - 1) * st for s, st in zip(shape, strides))
+    base = _fill(((n,),), None, dtype, False, device, "empty_strided")
+    t = base.as_strided(shape, strides).detach()
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def full(size: Any, fill_value: Any, *, out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+         pin_memory: builtins.bool = False, requires_grad: builtins.bool = False) -> Tensor:
     """``full((2, 2), 7)`` is an int64 tensor of sevens (dtype follows the value)."""
-    return _fill((size,), _scalar_of(fill_value), dtype, requires_grad, device, "full", packed=True)
+    dt = dtype if dtype is not None or out is None else out.dtype
+    return _into(out, _fill((size,), _scalar_of(fill_value), dt, requires_grad, device, "full", packed=True), "full")
 
 
-def _like(x: Tensor, value: Any, dtype: Any, requires_grad: builtins.bool) -> Tensor:
+def _like(x: Tensor, value: Any, dtype: Any, requires_grad: builtins.bool, kw: dict[str, Any], fn: str) -> Tensor:
+    for k in kw:
+        if k not in ("layout", "pin_memory", "memory_format"):
+            raise TypeError(f"{fn}() got an unexpected keyword argument '{k}'")
+    _memory_format(kw.get("memory_format"), x.ndim, fn)
     return _fill((x.shape,), value, dtype or x.dtype, requires_grad, None, "empty_like")
 
 
-def zeros_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _like(x, 0, dtype, requires_grad)
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,  # noqa: A002
+               **kw: Any) -> Tensor:
+    """Zeros of ``input``'s shape and dtype (``layout``, ``memory_format`` checked, row-major)."""
+    _check_device(device)
+    return _like(input, 0, dtype, requires_grad, kw, "zeros_like")
 
 
-def ones_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _like(x, 1, dtype, requires_grad)
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,  # noqa: A002
+              **kw: Any) -> Tensor:
+    """Ones of ``input``'s shape and dtype."""
+    _check_device(device)
+    return _like(input, 1, dtype, requires_grad, kw, "ones_like")
 
 
-def empty_like(x: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _like(x, None, dtype, requires_grad)
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,  # noqa: A002
+               **kw: Any) -> Tensor:
+    """An uninitialised tensor of ``input``'s shape and dtype."""
+    _check_device(device)
+    return _like(input, None, dtype, requires_grad, kw, "empty_like")
 
 
-def full_like(x: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
               requires_grad: builtins.bool = False, **kw: Any) -> Tensor:
-    return _like(x, fill_value, dtype, requires_grad)
+    """``fill_value`` in ``input``'s shape and dtype."""
+    _check_device(device)
+    return _like(input, fill_value, dtype, requires_grad, kw, "full_like")
 
 
-def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype: Any = None,
-           device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
-    """``arange(5)`` is int64 0..4; a float bound or step gives the default float dtype."""
+def arange(start: Number | None = None, end: Number | None = None, step: Number = 1, *, out: Any = None,
+           dtype: Any = None, layout: Any = None, device: Any = None, requires_grad: builtins.bool = False,
+           pin_memory: builtins.bool = False) -> Tensor:
+    """``arange(5)`` (or ``arange(end=5)``) is int64 0..4; a float bound or step gives the default float dtype."""
     _check_device(device)
     if end is None:
+        if start is None:
+            raise TypeError("arange() missing 1 required positional argument: 'end'")
         start, end = 0, start
+    elif start is None:
+        start = 0
     start, end, step = (_scalar_of(v) for v in (start, end, step))
     if step == 0:
         raise RuntimeError("step must be nonzero")
@@ -283,6 +358,8 @@ def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype:
         raise RuntimeError(f"unsupported range: {builtins.float(start):g} -> {builtins.float(end):g}")
     if step > 0 and end < start or step < 0 and end > start:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    if dtype is None and out is not None:
+        dtype = out.dtype
     if dtype is None:
         dt = D.int64 if all(isinstance(v, int) for v in (start, end, step)) else D.get_default_dtype()
     else:
@@ -292,28 +369,35 @@ def arange(start: Number, end: Number | None = None, step: Number = 1, *, dtype:
         raise RuntimeError("invalid size, possible overflow?")
     kind = B.xp.float64 if dt.is_floating_point else None
     arr = _empty((n,), dt.np, "arange", lambda _s, _d: B.arange(start, end, step, dtype=kind))
-    return _new(arr.astype(dt.np, copy=False), requires_grad)
+    return _into(out, _new(arr.astype(dt.np, copy=False), requires_grad), "arange")
 
 
-def linspace(start: builtins.float, end: builtins.float, steps: builtins.int, *, dtype: Any = None, device: Any = None,
-             requires_grad: builtins.bool = False) -> Tensor:
+def linspace(start: builtins.float, end: builtins.float, steps: builtins.int, *, out: Any = None, dtype: Any = None,
+             layout: Any = None, device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included."""
     _check_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    dtype = dtype if dtype is not None or out is None else out.dtype
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _new(B.linspace(_scalar_of(start), _scalar_of(end), steps).astype(dt.np), requires_grad)
+    t = _new(B.linspace(_scalar_of(start), _scalar_of(end), steps).astype(dt.np), requires_grad)
+    return _into(out, t, "linspace")
 
 
-def logspace(start: builtins.float, end: builtins.float, steps: builtins.int, base: builtins.float = 10.0, *, dtype: Any = None,
-             device: Any = None, requires_grad: builtins.bool = False) -> Tensor:
+def logspace(start: builtins.float, end: builtins.float, steps: builtins.int, base: builtins.float = 10.0, *,
+             out: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
+             requires_grad: builtins.bool = False) -> Tensor:
+    """``base ** linspace(start, end, steps)``."""
+    _check_device(device)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    dtype = dtype if dtype is not None or out is None else out.dtype
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _new(B.xp.logspace(start, end, steps, base=base).astype(dt.np), requires_grad)
+    return _into(out, _new(B.xp.logspace(start, end, steps, base=base).astype(dt.np), requires_grad), "logspace")
 
 
-def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, device: Any = None,
-        requires_grad: builtins.bool = False) -> Tensor:
+def eye(n: builtins.int, m: builtins.int | None = None, *, out: Any = None, dtype: Any = None, layout: Any = None,
+        device: Any = None, pin_memory: builtins.bool = False, requires_grad: builtins.bool = False) -> Tensor:
     """The n x m (n x n by default) identity matrix."""
     _check_device(device)
     if not _int_like(n) or isinstance(n, bool):
@@ -327,8 +411,44 @@ def eye(n: builtins.int, m: builtins.int | None = None, *, dtype: Any = None, de
     rows, cols = builtins.int(n), builtins.int(n if m is None else m)
     if rows * cols > 2**63 - 1:
         raise RuntimeError("numel: integer multiplication overflow")
+    dtype = dtype if dtype is not None or out is None else out.dtype
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    return _new(_empty((rows, cols), dt.np, "eye", lambda s, d: B.eye(s[0], s[1], dtype=d)), requires_grad)
+    t = _new(_empty((rows, cols), dt.np, "eye", lambda s, d: B.eye(s[0], s[1], dtype=d)), requires_grad)
+    return _into(out, t, "eye")
+
+
+# ---- memory formats: accepted as PyTorch's, answered from real strides --------------------------
+# a channels-last format's rank and its dims from fastest to slowest (PyTorch's stride rule)
+_CHANNELS_LAST = {channels_last: (4, (1, 3, 2, 0), "channels_last"),
+                  channels_last_3d: (5, (1, 4, 3, 2, 0), "channels_last_3d")}
+
+
+def _memory_format(fmt: Any, ndim: builtins.int | None, fn: str) -> Any:
+    """``fmt`` checked as PyTorch checks a ``memory_format`` argument of ``fn``: its type, and
+    for a channels-last format the rank of the tensor to lay out (``ndim``; None: nothing to lay out)."""
+    if fmt is None:
+        return preserve_format
+    if not isinstance(fmt, memory_format):
+        raise TypeError(f"{fn}(): argument 'memory_format' must be torch.memory_format, not {_type_name(fmt)}")
+    if ndim is not None and fmt in _CHANNELS_LAST and ndim != _CHANNELS_LAST[fmt][0]:
+        rank, _, name = _CHANNELS_LAST[fmt]
+        raise RuntimeError(f"required rank {rank} tensor to use {name} format")
+    return fmt
+
+
+def _dense_in(shape: tuple[builtins.int, ...], strides: tuple[builtins.int, ...], fmt: Any) -> builtins.bool:
+    """PyTorch's ``is_contiguous(memory_format=fmt)`` for a channels-last ``fmt``: the strides, in the
+    format's dim order, are those of a dense tensor; a dim of size 1 constrains nothing."""
+    rank, order, _ = _CHANNELS_LAST[fmt]
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
 
 
 # ---- triangle indices ----------------------------------------------------------------------------

@@ -26,9 +26,13 @@ class ElementwiseMixin:
 
     # ---- arithmetic: the operators' method forms -------------------------------------------------
     def add(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor) and _low_result(self, other):
+            return _low_axpy(self, other, alpha)
         return self + (other if alpha == 1 else other * alpha)
 
     def sub(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        if alpha != 1 and isinstance(other, Tensor) and _low_result(self, other):
+            return _low_axpy(self, other, -alpha)
         return self - (other if alpha == 1 else other * alpha)
 
     subtract = sub
@@ -144,7 +148,7 @@ class ElementwiseMixin:
     def frexp(self: TensorSelf) -> Any:
         """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1): the
         mantissa is differentiable (x / 2**exponent)."""
-        if self._data.dtype.kind != "f":
+        if not D.is_floating(self._data.dtype):
             raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {self.dtype}")
         e = Tensor._make(B.frexp(self._data)[1].astype(B.xp.int32))
         return return_types.frexp(self * Tensor._make(B.ldexp(B.ones((), self._data.dtype), -e._data)), e)
@@ -266,6 +270,46 @@ class ElementwiseMixin:
             w = weight.reshape((1, -1) + (1,) * (self.ndim - 2))
         return where(self > 0, self, self * w)
 
+    # ---- complex numbers: parts, conjugate, angle ------------------------------------------------
+    # (in the graph, each is its primitive in function/complex, with PyTorch's complex gradient)
+    def _complex_part(self: TensorSelf, arr: B.ndarray, op: str) -> Tensor:
+        if self.requires_grad and _enabled.get():
+            return getattr(F, _COMPLEX_PARTS[op]).apply(self)
+        return Tensor._make(arr)
+
+    @property
+    def real(self: TensorSelf) -> Tensor:
+        """The real part, a view of a complex tensor's memory (a real tensor is its own)."""
+        return self._complex_part(self._data.real, "real") if self.is_complex() else self
+
+    @property
+    def imag(self: TensorSelf) -> Tensor:
+        """The imaginary part, a view of a complex tensor's memory."""
+        if not self.is_complex():
+            raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+        return self._complex_part(self._data.imag, "imag")
+
+    def conj(self: TensorSelf) -> Tensor:
+        """The complex conjugate (a copy; PyTorch's is a lazy view); a real tensor is its own."""
+        return self._complex_part(B.xp.conjugate(self._data), "conj") if self.is_complex() else self
+
+    conj_physical = conj
+
+    def resolve_conj(self: TensorSelf) -> Tensor:
+        """Self: no tensor here is a lazy conjugate (conj() copies), so there is none to resolve."""
+        return self  # type: ignore[return-value]
+
+    def is_conj(self: TensorSelf) -> builtins.bool:
+        return False  # (conj() copies: no tensor here is a lazy conjugate)
+
+    def angle(self: TensorSelf) -> Tensor:
+        """The argument of each complex number; of a real one 0, or pi where it is negative."""
+        if self.is_complex():
+            return self._complex_part(B.xp.angle(self._data), "angle")
+        x = _floating(self)
+        return _zero_grad(x, B.where(B.less(x._data, 0), B.asarray(math.pi, x._data.dtype),
+                                     B.multiply(x._data, 0)))  # (x * 0 keeps NaN)
+
     # ---- sign, rounding and floating-point classes -----------------------------------------------
     def abs(self: TensorSelf) -> Tensor:
         return F.Abs.apply(self)
@@ -273,6 +317,7 @@ class ElementwiseMixin:
     absolute = abs
 
     def sign(self: TensorSelf) -> Tensor:
+        D.check_bare_unsigned("sign_cpu", self._arr.dtype)
         return _zero_grad(self, B.sign(self._data))
 
     sgn = sign
@@ -321,7 +366,7 @@ class ElementwiseMixin:
     def nextafter(self: TensorSelf, other: Any) -> Tensor:
         """The next representable float after x towards other (no gradient)."""
         a, b = _promote(self, other)
-        if a._data.dtype.kind != "f":
+        if not D.is_floating(a._data.dtype):
             raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{a.dtype.name.capitalize()}'")
         return Tensor._make(B.nextafter(a._data, _raw(b)))
 
@@ -343,7 +388,7 @@ class ElementwiseMixin:
     def nan_to_num(self: TensorSelf, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
                    neginf: builtins.float | None = None) -> Tensor:
         """NaN, +inf and -inf replaced (by 0 and the dtype's largest and lowest finite values)."""
-        if self._data.dtype.kind != "f":
+        if not D.is_floating(self._data.dtype):
             return self.clone()
         repl = Tensor._make(B.nan_to_num(self._data, nan=nan, posinf=posinf, neginf=neginf))
         return where(self.isfinite(), self, repl)  # gradient 0 where a value was replaced, as PyTorch
@@ -482,11 +527,13 @@ class ElementwiseMixin:
 
     def bitwise_left_shift(self: TensorSelf, other: Any) -> Tensor:
         """``x << other`` for ints: ``tensor([1]).bitwise_left_shift(3)`` is ``tensor([8])``."""
+        D.check_bare_unsigned("lshift_cpu", self._arr.dtype)
         a, b = self._integral(other, "lshift", bools=False)
         return Tensor._make(B.left_shift(a._data, _raw(b)))
 
     def bitwise_right_shift(self: TensorSelf, other: Any) -> Tensor:
         """``x >> other`` for ints: ``tensor([8]).bitwise_right_shift(3)`` is ``tensor([1])``."""
+        D.check_bare_unsigned("rshift_cpu", self._arr.dtype)
         a, b = self._integral(other, "rshift", bools=False)
         return Tensor._make(B.right_shift(a._data, _raw(b)))
 
@@ -501,7 +548,39 @@ class ElementwiseMixin:
         return Tensor._make(B.lcm(a._data, _raw(b)))
 
 
+# (by name: the primitives are bound late)
+_COMPLEX_PARTS = {"real": "Real", "imag": "Imag", "conj": "Conj", "angle": "Angle", "view_as_real": "ViewAsReal",
+                  "view_as_complex": "ViewAsComplex"}
+
+
 # ---- free functions ------------------------------------------------------------------------------
+def view_as_real(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """A complex tensor's memory seen as real numbers, with a last dim of 2 (real, imaginary)."""
+    if not input.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    a = input._data
+    re = a.real  # (the same strides, in the real dtype: the imaginary part is one real item further)
+    out = B.as_strided(re, a.shape + (2,), a.strides + (re.itemsize,))
+    return input._complex_part(out, "view_as_real")
+
+
+def view_as_complex(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    """A float tensor whose last dim is 2 (real, imaginary) seen as complex numbers, sharing its memory."""
+    a = input._data
+    if a.dtype not in (B.xp.float32, B.xp.float64):
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a "
+                           f"tensor of scalar type: {_SCALAR_TYPE[input.dtype.name]}")
+    if not a.ndim or a.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if a.strides[-1] != a.itemsize:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(st % (2 * a.itemsize) for st in a.strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    # (NumPy views a last axis of two contiguous items as one item of twice the size)
+    out = a.view(B.xp.complex64 if a.dtype == B.xp.float32 else B.xp.complex128)[..., 0]
+    return input._complex_part(out, "view_as_complex")
+
+
 def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
     """``where(c, a, b)`` picks a where c is True, else b; ``where(c)`` is ``c.nonzero(as_tuple=True)``."""
     c = _as_tensor(condition)
@@ -534,12 +613,23 @@ def polygamma(n: builtins.int, input: Tensor) -> Tensor:  # noqa: A002
 _LN2 = math.log(2)
 
 
+def _low_result(a: Tensor, b: Tensor) -> builtins.bool:
+    """Whether a op b is a bfloat16 tensor."""
+    return D.LOW_PRECISION[0] is not None and D.result_type(a, b) is D.bfloat16
+
+
+def _low_axpy(a: Tensor, b: Tensor, alpha: Number) -> Tensor:
+    # a + alpha * b with alpha rounded to bfloat16 and the sum rounded once, as PyTorch's vectorised
+    # add kernel (its scalar loop, for the last few elements of a row, rounds the product too)
+    return (a.float() + b.float() * float(B.asarray(alpha, D.bfloat16.np))).to(D.bfloat16)
+
+
 def _float_operands(a: Tensor, b: Any) -> tuple[Tensor, Any]:
     """a and b promoted to their common dtype, integers to the default float (b may stay a number)."""
     x, y = _promote(a, b)
-    if x._data.dtype.kind != "f":
+    if not D.is_inexact(x._data.dtype):
         x, y = _promote(x.to(D.get_default_dtype()), y)
-    if isinstance(y, Tensor) and y._data.dtype.kind != "f":
+    if isinstance(y, Tensor) and not D.is_inexact(y._data.dtype):
         x, y = _promote(x, y.to(D.get_default_dtype()))
     if isinstance(y, Tensor) and x._data.shape != y._data.shape:
         _check_broadcast(x._data.shape, y._data.shape)
@@ -549,4 +639,4 @@ def _float_operands(a: Tensor, b: Any) -> tuple[Tensor, Any]:
 def _clamp_bound(x: Tensor, v: Any) -> Any:
     if v is None or isinstance(v, Tensor):
         return v.to(x.dtype) if isinstance(v, Tensor) else None
-    return B.asarray(v, x._data.dtype) if x._data.dtype.kind == "f" else v
+    return B.asarray(v, x._data.dtype) if D.is_floating(x._data.dtype) else v

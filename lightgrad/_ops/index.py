@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import re
+import warnings
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
@@ -25,6 +28,7 @@ class IndexMixin:
 
     # ---- x[index] and x[index] = value -----------------------------------------------------------
     def __getitem__(self: TensorSelf, index: Any) -> Tensor:
+        index = _sequences(index)
         split = _int_first(self.ndim, index)
         if split is not None:
             return self[split[0]][split[1]]
@@ -32,13 +36,14 @@ class IndexMixin:
         try:
             t = F.GetItem.apply(self, index=idx, advanced=advanced)
         except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
+            raise _index_error(e) from None
         if not advanced:
             t._view = (self, idx)  # an in-place op on t is an in-place op on self there (_inplace)
             t._version = self._version  # (one counter for a base and its views, as PyTorch's)
         return t
 
     def __setitem__(self: TensorSelf, index: Any, value: Any) -> None:
+        index = _sequences(index)
         split = _int_first(self.ndim, index)
         if split is not None:  # (the first index is basic: a view, written through)
             self[split[0]][split[1]] = value
@@ -66,7 +71,7 @@ class IndexMixin:
             raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
                                f"to indexing result of shape {list(B.xp.shape(self._data[kw['index']]))}") from None
         except IndexError as e:
-            raise IndexError(str(e).replace("axis", "dimension")) from None
+            raise _index_error(e) from None
         self._inplace(lambda s: op.apply(s, v, **kw), v)
 
     # ---- gather and select -----------------------------------------------------------------------
@@ -130,6 +135,7 @@ class IndexMixin:
         return self.expand(B.xp.broadcast_shapes(self.shape, m.shape))[m.expand(B.xp.broadcast_shapes(self.shape, m.shape))]
 
     def nonzero(self: TensorSelf, *, as_tuple: builtins.bool = False) -> Any:
+        D.check_bare_unsigned("nonzero_count_cpu", self._arr.dtype)
         nz = B.nonzero(self._data)
         if as_tuple:
             return tuple(Tensor._make(i) for i in nz)
@@ -447,6 +453,55 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
 
 
 # ---- helpers: PyTorch's index as NumPy's, index checks in PyTorch's words ------------------------
+_SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                      "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                      "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+def _index_error(e: IndexError) -> IndexError:
+    """NumPy's IndexError in PyTorch's words (dims, not axes; index shapes as lists)."""
+    msg = str(e).replace("axis", "dimension")
+    if msg.startswith("shape mismatch: indexing arrays"):
+        shapes = re.findall(r"\(([^)]*)\)", msg)
+        msg = "shape mismatch: indexing tensors could not be broadcast together with shapes " + ", ".join(
+            "[" + ", ".join(d.strip() for d in sh.split(",") if d.strip()) + "]" for sh in shapes)
+    return IndexError(msg)
+
+
+def _is_sequence(it: Any) -> builtins.bool:
+    """Python's sequence protocol, as PyTorch's indexing asks it (a dict or a set is none)."""
+    return isinstance(it, Sequence | B.ndarray) and not isinstance(it, Tensor)
+
+
+def _sequences(index: Any) -> Any:
+    """PyTorch's reading of Python sequences in an index: a ``range``, tuple or other sequence inside
+    the index is an integer (or bool) list, as a list is; a top-level non-tuple sequence of fewer
+    than 32 entries of which one is a sequence, tensor, slice, None or Ellipsis is (deprecated, with
+    PyTorch's warning) the tuple of its entries (NumPy's old rule: ``x[[0, slice(None)]]`` is
+    ``x[0, :]``); any other one is one index (``x[range(3)]`` is ``x[[0, 1, 2]]``)."""
+    if isinstance(index, builtins.int | slice | Tensor | B.ndarray) or index is None or index is Ellipsis:
+        return index
+    if isinstance(index, str):
+        raise TypeError("new(): invalid data type 'str'")
+    if not isinstance(index, tuple):
+        if not _is_sequence(index):
+            return index
+        if len(index) >= 32 or not builtins.any(
+                _is_sequence(it) or isinstance(it, Tensor | slice) or it is None or it is Ellipsis for it in index):
+            return index if isinstance(index, list) else list(index)
+        warnings.warn(_SEQUENCE_AS_TUPLE, UserWarning, stacklevel=3)
+        index = tuple(index)
+    if not builtins.any(isinstance(it, tuple | range | str) or (_is_sequence(it) and not isinstance(it, list | B.ndarray))
+                        for it in index):
+        return index
+    out = []
+    for it in index:
+        if isinstance(it, str):
+            raise TypeError("new(): invalid data type 'str'")
+        out.append(list(it) if _is_sequence(it) and not isinstance(it, list | B.ndarray) else it)
+    return tuple(out)
+
+
 def _int_first(ndim: builtins.int, index: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]] | None:
     """PyTorch's order for an index that mixes integers with advanced (tensor, list, mask) entries:
     the integers select first, as basic indexing, then the advanced entries index what is left, an

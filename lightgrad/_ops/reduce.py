@@ -36,14 +36,14 @@ class ReduceMixin:
 
     def nansum(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """sum treating NaN as zero (which gets no gradient)."""
-        x = where(self.isnan(), 0.0, self) if self._data.dtype.kind == "f" else self
+        x = where(self.isnan(), 0.0, self) if D.is_inexact(self._data.dtype) else self
         return x.sum(dim, keepdim, dtype=dtype)
 
     def mean(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         x = self.to(dtype) if dtype is not None else self
-        if x._data.dtype.kind != "f":
+        if not D.is_inexact(x._data.dtype):
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                               f"floating point or complex dtype. Got: {x.dtype.name.capitalize()}")
+                               f"floating point or complex dtype. Got: {D.SCALAR_NAMES[x.dtype.name]}")
         axes = _dims(dim, x.ndim)
         n = x.numel() if axes is None else math.prod(x.shape[a] for a in axes)
         if not n:
@@ -53,9 +53,9 @@ class ReduceMixin:
     def nanmean(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
         """mean over the elements that are not NaN."""
         x = self.to(dtype) if dtype is not None else self
-        if x._data.dtype.kind != "f":
+        if not D.is_inexact(x._data.dtype):
             raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                               f"{x.dtype.name.capitalize()}")
+                               f"{D.SCALAR_NAMES[x.dtype.name]}")
         return x.nansum(dim, keepdim) / (~x.isnan()).sum(dim, keepdim)
 
     def var(self: TensorSelf, dim: Any = None, unbiased: builtins.bool | None = None, keepdim: builtins.bool = False, *,
@@ -127,6 +127,7 @@ class ReduceMixin:
         """max or min (``name``): elementwise against a Tensor, over everything, or along ``dim``."""
         if isinstance(dim, Tensor):
             return self.maximum(dim) if name == "max" else self.minimum(dim)
+        D.check_bare_unsigned(f"{name}_all" if dim is None else f"{name}_cpu", self._arr.dtype)
         if dim is None:
             _check_nonempty(self, None, name)
             return self.amax() if name == "max" else self.amin()
@@ -150,6 +151,7 @@ class ReduceMixin:
         return self._arg_extreme(dim, keepdim, B.argmin, "argmin")
 
     def _arg_extreme(self: TensorSelf, dim: builtins.int | None, keepdim: builtins.bool, arg: Any, name: str) -> Tensor:
+        D.check_bare_unsigned(f"{name}_cpu", self._arr.dtype)
         _check_nonempty(self, dim, name)
         if dim is None:  # (the flat index; keepdim keeps every dim, as size 1)
             flat = B.asarray(arg(self._data), B.xp.int64)
@@ -164,6 +166,7 @@ class ReduceMixin:
         return Tensor._make(B.xp.any(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
     def count_nonzero(self: TensorSelf, dim: Any = None) -> Tensor:
+        D.check_bare_unsigned("nonzero_count_cpu", self._arr.dtype)
         return Tensor._make(B.asarray(B.xp.count_nonzero(self._data, axis=_dims(dim, self.ndim)), B.xp.int64))
 
     def bincount(self: TensorSelf, weights: Tensor | None = None, minlength: builtins.int = 0) -> Tensor:
@@ -185,7 +188,7 @@ class ReduceMixin:
 
     def histc(self: TensorSelf, bins: builtins.int = 100, min: Number = 0, max: Number = 0) -> Tensor:  # noqa: A002
         """Histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0)."""
-        if self._data.dtype.kind != "f":
+        if not D.is_floating(self._data.dtype):
             raise RuntimeError(f"torch.histc: input tensor and bins tensors should have the same dtype, "
                                f"expected a floating point input, got {self.dtype.name.capitalize()}")
         if bins <= 0:
@@ -239,7 +242,7 @@ class ReduceMixin:
 
     def renorm(self: TensorSelf, p: Number, dim: builtins.int, maxnorm: Number) -> Tensor:
         """Each slice along ``dim`` scaled down to p-norm ``maxnorm`` where its norm exceeds it."""
-        if self._data.dtype.kind != "f":
+        if not D.is_floating(self._data.dtype):
             raise RuntimeError(f"renorm: expected a floating point tensor, got {self.dtype}")
         if p <= 0:
             raise RuntimeError(f"renorm: non-positive-norm not supported, got p = {p}")
@@ -261,7 +264,7 @@ class ReduceMixin:
             raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                                f"{self.ndim} dimensions")
         x = self if self.ndim == 2 else self.reshape(1, -1)
-        if x._data.dtype.kind != "f":
+        if not D.is_floating(x._data.dtype):
             x = x.to(D.get_default_dtype())
         n = x.shape[1]
         w = fweights
@@ -347,7 +350,7 @@ class ReduceMixin:
         integers have no kernel in PyTorch (pass a float ``dtype``)."""
         x = self.to(dtype) if dtype is not None else self
         y, d = x._along(dim)
-        if y._data.dtype.kind != "f":
+        if not D.is_floating(y._data.dtype):
             if y._data.size:
                 kernel = f"{name}_lastdim_kernel_impl" if d == y.ndim - 1 else f"{name}_kernel_impl"
                 raise NotImplementedError(f"\"{kernel}\" not implemented for '{_SCALAR_TYPE[x.dtype.name]}'")

@@ -42,12 +42,27 @@ class ShapeMixin:
         >>> lightgrad.arange(6).view(2, -1).shape
         lightgrad.Size([2, 3])
         """
+        if len(shape) == 1 and isinstance(shape[0], D.dtype):
+            return self._view_dtype(shape[0])
         s = _shape_arg(shape)
         _check_reshape(s, self._data.size)
         if not B.reshapes_as_view(self._data, s):
             raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
                                "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return self._reshaped(s)
+
+    def _view_dtype(self: TensorSelf, dt: D.dtype) -> Tensor:
+        """The same bytes read as ``dt`` (``x.view(lightgrad.int16)``): the last dim scales by the ratio
+        of the item sizes; no gradient flows through it, as in PyTorch."""
+        a = self._data
+        if dt.itemsize != a.itemsize:
+            names = f"{D.SCALAR_NAMES[self.dtype.name]} as {D.SCALAR_NAMES[dt.name]} (different element sizes)"
+            if a.ndim and a.strides[-1] != a.itemsize and a.shape[-1] != 1:
+                raise RuntimeError(f"self.stride(-1) must be 1 to view {names}, but got {a.strides[-1] // a.itemsize}")
+            if not a.ndim or (a.shape[-1] * a.itemsize) % dt.itemsize:
+                raise RuntimeError(f"self.size(-1) must be divisible by {dt.itemsize // a.itemsize or 1} to view "
+                                   f"{names}, but got {a.shape[-1] if a.ndim else 1}")
+        return Tensor._make(a.view(dt.np))
 
     def view_as(self: TensorSelf, other: Tensor) -> Tensor:
         return self.view(other.shape)
@@ -357,6 +372,7 @@ class ShapeMixin:
     # ---- flips, rolls and differences ------------------------------------------------------------
     def flip(self: TensorSelf, *args: Any, dims: Any = None) -> Tensor:
         """Reverse the order along ``dims``: ``x.flip(0)``, ``x.flip(0, 1)``, ``x.flip(dims=(0, 1))``."""
+        D.check_bare_unsigned("flip_cpu", self._arr.dtype)
         if dims is not None and args:
             raise TypeError("flip() got multiple values for argument 'dims'")
         axes = _dims(_shape_arg(args if dims is None else (dims,)), self.ndim)

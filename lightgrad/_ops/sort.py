@@ -7,6 +7,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
+from .. import dtypes as D
 from .common import _as_tensor, _dim, _floating, _raw, return_types
 from .index import _int_index
 from .reduce import _check_nonempty
@@ -62,6 +63,7 @@ class SortMixin:
         >>> lightgrad.tensor([1.0, 5.0, 3.0]).topk(2)
         topk(values=tensor([5., 3.]), indices=tensor([1, 2]))
         """
+        D.check_bare_unsigned("topk_cpu", self._arr.dtype)
         x, d = self._along(dim)
         n = x.shape[d]
         if not 0 <= k <= n:
@@ -128,7 +130,7 @@ class SortMixin:
     def _quantile(self: TensorSelf, q: Any, dim: builtins.int | None, keepdim: builtins.bool, interpolation: str,
                   ignore_nan: builtins.bool) -> Tensor:
         name = "nanquantile" if ignore_nan else "quantile"
-        if self._data.dtype.kind != "f":
+        if not D.is_floating(self._data.dtype):
             raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
         if isinstance(q, Tensor):
             if q._data.dtype != self._data.dtype:

@@ -14,8 +14,10 @@ below, by subject, re-exported as the same objects:
   expand_dims, flip, roll, reshape_any
 - ``elementwise``: the ufunc wrappers, where, mask, cast, copy, zeros, empty, in-place updates
 - ``indexing``: take, take_rows, assign, add_at, scatter_extreme
-- ``reductions``: sum, reduce, softmax, exp_sums, rowdot, dot_along, matmul, bmm, einsum
-- ``kernels``: the fused cache-blocked kernels (erf, gelu, layer_norm_backward_)
+- ``reductions``: sum, reduce, softmax, log_softmax and their gradient, exp_sums, rowdot, dot_along,
+  matmul, bmm, einsum
+- ``kernels``: the fused kernels (erf, gelu, layer_norm, relu, the Adam update, 2x2 max pooling)
+- ``native``: the optional C kernels those call on float32 arrays (NumPy is the fallback)
 - ``sort``: sort, top-k, median and mode indices, unique, searchsorted, bincount, histogram
 - ``scan``: cumsum, cumprod, logcumsumexp and the gradients of cumprod and logcumsumexp
 - ``graph``: the backend's functions called on Tensors (create_graph=True): the table of their
@@ -24,7 +26,7 @@ below, by subject, re-exported as the same objects:
 - ``linalg``: NumPy's LAPACK wrappers, cofactor, solve_triangular, LU
 - ``process``: what the backend sets up for the process at import (glibc's malloc keeps freed memory)
 
-They import one another downward only, never this package: graph, threads, shapes, special, linalg
+They import one another downward only, never this package: native, graph, threads, shapes, special, linalg
 and process at the bottom (shapes on graph); elementwise on threads and shapes; indexing and
 reductions on elementwise; kernels and sort on reductions; scan on sort. Module-level tunables
 (``threads.PARALLEL_MIN``, ``elementwise._AXPY_CHUNK``, ...) are read from the module that uses
@@ -33,8 +35,11 @@ them: change them there.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from ..dtypes import LOW_PRECISION, ML_DTYPES
 from . import graph, process
 from .elementwise import (_AXPY_CHUNK, absolute, add, add_into, arccos, arccosh, arcsin, arcsinh, arctan, arctan2,
                           arctanh, axpy_, bitwise_and, bitwise_or, bitwise_xor, cast, ceil, copy, copysign, cos,
@@ -44,11 +49,12 @@ from .elementwise import (_AXPY_CHUNK, absolute, add, add_into, arccos, arccosh,
                           maximum, minimum, multiply, negative, nextafter, not_equal, power, reciprocal, remainder,
                           right_shift, round_, sign, sin, sqrt, subtract, tan, tanh, times, trunc, where, zeros)
 from .indexing import add_at, assign, scatter_extreme, take, take_rows
-from .kernels import erf, gelu, layer_norm_backward_
+from .kernels import (adam_, erf, gelu, layer_norm, layer_norm_backward_, max_pool2x2, max_pool2x2_backward, relu,
+                      relu_backward)
 from .linalg import (LinAlgError, cholesky, cofactor, det, eigh, inv, lu_factor, lu_permutation, matrix_rank, qr,
                      slogdet, solve, solve_triangular, svd)
-from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, einsum, exp_sums, matmul,
-                         matmul_into, reduce, rowdot, softmax, sum)
+from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, einsum, exp_sums, log_softmax,
+                         matmul, matmul_into, reduce, rowdot, softmax, softmax_backward, sum)
 from .scan import cumprod, cumprod_grad, cumsum, logcumsumexp, logcumsumexp_grad, values
 from .shapes import (Array, broadcast_shape, broadcast_to, expand, expand_dims, flip, reshape, reshape_any,
                      reshapes_as_view, roll, swapaxes, transpose)
@@ -75,7 +81,15 @@ nan_to_num = np.nan_to_num
 heaviside = np.heaviside
 frexp = np.frexp
 ldexp = np.ldexp
-finfo = np.finfo
+
+
+def finfo(dtype: Any) -> Any:
+    """``np.finfo``, bfloat16's included (from ml_dtypes: NumPy's knows no bfloat16)."""
+    if dtype is LOW_PRECISION[0] and dtype is not None:
+        return ML_DTYPES[0].finfo(dtype)
+    return np.finfo(dtype)
+
+
 result_type = np.result_type
 can_cast = np.can_cast
 pad = np.pad

@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import LOW_PRECISION as _LOW
 from ..memory import _current
-from .elementwise import _plain, add, copy, empty, exp, maximum, subtract
+from . import native
+from .elementwise import _plain, add, copy, empty, exp, log, maximum, multiply, subtract
 from .graph import on_graph
 from .shapes import Array, broadcast_shape
 from .threads import _big, _threads, _ufunc_into, parallel
@@ -126,6 +128,8 @@ def sum(x: Array, axis: Any = None, keepdims: bool = False) -> Array:  # noqa: A
         return np.sum(x, axis=axis, keepdims=keepdims) if _plain(x) else on_graph("sum", x, axis, keepdims)
     if isinstance(axis, int):
         axis = (axis % x.ndim,)
+    if x.dtype is _LOW[0]:  # bfloat16: accumulated in float32 and rounded once, as PyTorch (a gradient unbroadcast)
+        return reduce(np.add, x.astype(np.float32), axis, keepdims).astype(x.dtype)
     return reduce(np.add, x, axis, keepdims)
 
 
@@ -181,11 +185,53 @@ def exp_sums(x: Array, axis: int) -> tuple[Array, Array, Array | None]:
     return e, reduce(add, e, (axis,), True), m
 
 
+def _native_rows(x: Any, axis: int) -> Any:
+    """The native kernels if they take a (log-)softmax of ``x`` along ``axis``: its last axis, of a
+    float32 C-contiguous array that is not empty; else None."""
+    k = native.kernels
+    if k is None or type(x) is not np.ndarray or x.dtype != np.float32 or not x.ndim or axis % x.ndim != x.ndim - 1 \
+            or x.size < max(native.MIN_SIZE, 1) or not x.flags.c_contiguous:
+        return None
+    return k
+
+
 def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array: the exponentials times
     1 / sum, as PyTorch's kernel computes it (a multiply per entry, 20% faster than a divide)."""
+    k = _native_rows(x, axis)
+    if k is not None:  # over the last axis: one pass per row in cache
+        out = empty(x.shape, x.dtype)
+        k.softmax(x, out, x.shape[-1], False)
+        return out
     e, s, _ = exp_sums(x, axis)
     return _ufunc_into(np.multiply, (e, _ufunc_into(np.true_divide, (1, s), s)), e)  # (s is fresh)
+
+
+def log_softmax(x: Array, axis: int) -> Array:
+    """x - max - log(sum(exp(x - max))) along ``axis`` (not empty), in one fresh array."""
+    k = _native_rows(x, axis)
+    if k is not None:
+        out = empty(x.shape, x.dtype)
+        k.softmax(x, out, x.shape[-1], True)
+        return out
+    sh = subtract(x, reduce(maximum, x, (axis,), True))
+    return _ufunc_into(np.subtract, (sh, log(reduce(add, exp(sh), (axis,), True))), sh)
+
+
+def softmax_backward(g: Array, y: Array, axis: int, log_form: bool) -> Array:
+    """The input gradient of softmax (y (g - sum(g y))) or of log-softmax (g - exp(y) sum(g)) along
+    ``axis``, from the output ``y`` and an array ``g`` of y's shape, in a fresh array."""
+    k = _native_rows(y, axis)
+    if k is not None and type(g) is np.ndarray and g.dtype == y.dtype and g.shape == y.shape and g.flags.c_contiguous:
+        gx = empty(y.shape, y.dtype)
+        k.softmax_backward(g, y, gx, y.shape[-1], log_form)
+        return gx
+    if log_form:
+        return subtract(g, multiply(exp(y), sum(g, axis=axis, keepdims=True)))
+    # y (g - sum(g y)): the sums by one dot-product pass (no g y temporary), then one fresh array
+    # updated in place (0.44 -> 0.32 ms on (16, 4, 64, 64) attention scores)
+    out = subtract(g, dot_along(g, y, axis))
+    return _ufunc_into(np.multiply, (out, y), out)
 
 
 def rowdot(x: Array, y: Array) -> Array:

@@ -1,6 +1,7 @@
 """What every primitive is built on: ``Function`` (apply runs forward and records the node), the
 helpers the primitives share (gradient zeros, undoing a broadcast), the nodes for derivatives that
-are zero, not implemented or first-order only, and custom ops (``autograd.Function``)."""
+are zero, not implemented or first-order only, and nodes with several outputs (``MultiOutput``: custom
+Functions returning tuples, module backward hooks)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
-from ..grad_mode import _enabled, no_grad
+from .. import dtypes as D
+from ..grad_mode import _enabled
 from ..memory import _STAMP  # counts in-place modifications anywhere (and arena resets): see memory
 from ..memory import home as _home
 from ..memory import reclaimed_error
@@ -20,6 +22,9 @@ else:
 
 _new_object = object.__new__
 _SEQ = itertools.count(0, -1)
+_LOW = D.LOW_PRECISION  # [bfloat16's NumPy dtype], [None] until ml_dtypes is loaded
+_GUARDED = D.GUARDED  # [the NumPy dtypes checked for], [None] until an array of one is made
+_ndarray = B.ndarray
 
 
 class Function:
@@ -40,6 +45,7 @@ class Function:
     stamp: int
     out_version: list[int]
     retained: Any = None  # the output tensor, when it asked retain_grad()
+    hooks: Any = None  # the output tensor's register_hook hooks (an OrderedDict), run on its gradient
     # its backward runs once the walk is over, every leaf's .grad in place (gradients that add to an
     # existing .grad land only then: engine._walk); it gives its inputs no gradient (DDP's reduction)
     runs_last = False
@@ -47,6 +53,20 @@ class Function:
     # which the arena active at forward also gave its saved temporaries), or None when all is on the
     # heap: the engine refuses to run a node one of whose arenas was reset since it ran
     mems: tuple[list[Any], ...] | None = None
+    # whether forward does arithmetic: bfloat16 inputs are then given to it in float32 and its
+    # result rounded to bfloat16 once, as PyTorch computes bfloat16 ops (_forward_low); ops that
+    # move, copy or select elements (views among them) take bfloat16 arrays as they are
+    computes = True
+    low_compute: Any = B.xp.float32  # the dtype bfloat16 inputs are computed in (exp: float64, see function/)
+    rounds_scalars = False  # whether Python numbers are rounded to bfloat16 first, as PyTorch's add does
+    # whether uint16/32/64 inputs are accepted, as PyTorch has few kernels for them (else its
+    # NotImplementedError, naming ``kernel``: "<name>_cpu" by default)
+    bare_unsigned = False
+    kernel: str | None = None
+    low_inputs: tuple[bool, ...] = ()  # per input, whether it was bfloat16 (set by _forward_low)
+    # whether backward is right for complex inputs (PyTorch's conjugates: function/complex), or the
+    # subclass that is; given complex inputs, an op with neither gets a backward that raises
+    complex_grad: Any = False
 
     def forward(self, *args: Any, **kw: Any) -> Any:
         raise NotImplementedError  # pragma: no cover - every primitive overrides it
@@ -77,8 +97,17 @@ class Function:
             else:
                 raw.append(a)
                 edges.append(None)
-        # (a call that unpacks an empty **kw costs a tenth of a one-element op)
-        out = ctx.forward(*raw, **kw) if kw else ctx.forward(*raw)
+        guarded = _GUARDED[0]  # (None, one test, in a process that never made a bfloat16 or uint16 array)
+        if guarded is not None and cls.computes:
+            for r in raw:
+                if r.__class__ is _ndarray and r.dtype in guarded:  # (__class__: a third of type()'s time)
+                    out = _forward_guarded(ctx, raw, kw)
+                    break
+            else:
+                out = ctx.forward(*raw, **kw) if kw else ctx.forward(*raw)
+        else:
+            # (a call that unpacks an empty **kw costs a tenth of a one-element op)
+            out = ctx.forward(*raw, **kw) if kw else ctx.forward(*raw)
         # Tensor._make, written out: this runs for every op
         t = _new_object(Tensor)
         t._arr = arr = out if type(out) is B.ndarray else B.asarray(out)
@@ -106,6 +135,14 @@ class Function:
             t._grad_fn = None
         return t
 
+    def join(self, inputs: tuple[Any, ...]) -> None:
+        """Record this node as made now from ``inputs`` (what apply does for a primitive; custom
+        Functions and MultiOutput nodes call it themselves)."""
+        self.parents = inputs
+        self.edges = [(a._grad_fn or a) if isinstance(a, Tensor) and a.requires_grad else None for a in inputs]
+        self.seq = next(_SEQ)
+        self.stamp = _STAMP[0]
+
     def needs(self, i: int) -> bool:
         """Whether input ``i`` needs a gradient (skip costly work when it does not)."""
         return self.edges[i] is not None
@@ -119,6 +156,84 @@ class Function:
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
         return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
+
+
+# ---- bfloat16: computed in float32, rounded once per op ------------------------------------------
+
+def _forward_guarded(ctx: Function, raw: list[Any], kw: dict[str, Any]) -> Any:
+    """Forward where an input has a dtype the primitives check for: PyTorch's error for a uint16,
+    uint32 or uint64 input the op has no kernel for, float32 arithmetic for bfloat16 inputs, and for
+    complex inputs (checked once a complex tensor can get a gradient) the class whose backward has
+    PyTorch's complex gradient (``complex_grad``), or one that raises."""
+    if not ctx.bare_unsigned:
+        for r in raw:
+            if isinstance(r, B.ndarray) and r.dtype in D.BARE_UNSIGNED_NP:
+                raise D.not_implemented(ctx.kernel or type(ctx).__name__.lower() + "_cpu", r.dtype)
+    if ctx.complex_grad is not True and any(isinstance(r, B.ndarray) and r.dtype.kind == "c" for r in raw):
+        ctx.__class__ = ctx.complex_grad or _no_complex_class(type(ctx))
+    low = _LOW[0]
+    if low is not None and any(isinstance(r, B.ndarray) and r.dtype is low for r in raw):
+        return _forward_low(ctx, raw, kw)
+    return ctx.forward(*raw, **kw)
+
+
+_NO_COMPLEX: dict[type, type] = {}
+
+
+def _no_complex_class(cls: type[Function]) -> type[Function]:
+    """``cls`` with a backward that raises: its formula is a real one, and complex inputs need the
+    conjugates of PyTorch's convention (a gradient would be silently wrong)."""
+    no = _NO_COMPLEX.get(cls)
+    if no is None:
+        def backward(self: Any, g: Any) -> tuple[Any, ...]:
+            raise RuntimeError(f"{self.name()}: lightgrad does not differentiate {cls.__name__.lower()} of complex "
+                               "tensors yet")
+        no = _NO_COMPLEX[cls] = type(cls.__name__, (cls,), {
+            "backward": backward, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return no
+
+
+def _forward_low(ctx: Function, raw: list[Any], kw: dict[str, Any]) -> Any:
+    """Forward with every bfloat16 input array in float32, the floating result rounded back to
+    bfloat16 (round to nearest even), as PyTorch's CPU kernels compute bfloat16 ops; the node's
+    class becomes one whose backward does the same with the gradients (_low_class)."""
+    low = _LOW[0]
+    lows = tuple(isinstance(r, B.ndarray) and r.dtype is low for r in raw)
+    wide = ctx.low_compute
+    raw = [B.cast(r, wide) if is_low else r for r, is_low in zip(raw, lows)]
+    if ctx.rounds_scalars:
+        raw = [float(B.asarray(r, low)) if type(r) in (int, float) else r for r in raw]
+    # (an out= buffer of bfloat16 that forward writes into takes the float32 result rounded)
+    out = B.asarray(ctx.forward(*raw, **kw))
+    if out.dtype is not low and D.is_floating(out.dtype):
+        # (through float32, as PyTorch rounds its float32 result)
+        out = B.cast(out if out.dtype == B.xp.float32 else B.cast(out, B.xp.float32), low)
+        if ctx.saves_out and ctx.saved:  # backward reads the output PyTorch keeps: the rounded one
+            ctx.saved = (*ctx.saved[:-1], B.cast(out, wide))
+    ctx.low_inputs = lows
+    ctx.__class__ = _low_class(type(ctx))
+    return out
+
+
+_LOW_CLASSES: dict[type, type] = {}
+
+
+def _low_class(cls: type[Function]) -> type[Function]:
+    """``cls`` with a backward that takes the bfloat16 gradient in float32 and rounds the gradients
+    of bfloat16 inputs back to bfloat16 (a subclass of the same name, so grad_fn names are kept)."""
+    low_cls = _LOW_CLASSES.get(cls)
+    if low_cls is None:
+        def backward(self: Any, g: Any) -> tuple[Any, ...]:
+            if not isinstance(g, B.ndarray | B.xp.generic):
+                raise RuntimeError(f"{self.name()}: differentiating bfloat16 ops twice (create_graph=True) is not "
+                                   "supported; compute in float32 for higher-order gradients")
+            low = _LOW[0]
+            grads = cls.backward(self, B.cast(g, self.low_compute) if g.dtype is low else g)
+            return tuple(B.cast(gr, low) if is_low and gr is not None and D.is_floating(gr.dtype) else gr
+                         for gr, is_low in zip(grads, self.low_inputs))
+        low_cls = _LOW_CLASSES[cls] = type(cls.__name__, (cls,), {
+            "backward": backward, "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return low_cls
 
 
 class AccumulateGrad:
@@ -212,74 +327,67 @@ class _FirstDerivativeOnly(NotDifferentiable):
                            "its second derivative is not implemented")
 
 
-# ---- custom ops ----------------------------------------------------------------------------------
+# ---- nodes with several outputs -------------------------------------------------------------------
+# The engine gives a node one gradient. A node with n outputs (a custom Function returning a tuple, the
+# identity behind a module's backward hooks) is one ``MultiOutput`` node plus one ``_OutputSlot`` per
+# output: each output's grad_fn is its slot, whose backward files the output's gradient with the node
+# and sends it a 0-d token. The node is older than its slots, so the engine runs it once every slot
+# that gets a gradient has run (nodes run newest first), and its backward sees them all at once.
 
-class FunctionCtx:
-    """The ``ctx`` a custom Function's forward and backward receive."""
-
-    def save_for_backward(self, *tensors: Any) -> None:
-        self.saved_tensors = tensors
-
-    def mark_non_differentiable(self, *tensors: Any) -> None:
-        self.non_differentiable = tensors
-
-    def set_materialize_grads(self, value: bool) -> None:
-        self.materialize_grads = value
+_TOKEN = B.zeros((), B.xp.float64)
+_TOKEN.flags.writeable = False
 
 
-class _CustomNode(Function):
-    """Graph node for a user ``autograd.Function``: calls its backward with Tensors."""
+class MultiOutput(Function):
+    """A node with several outputs: ``backward_all`` gets one gradient per output (None where none
+    arrived) and returns one per input."""
 
-    fn: Any
-    ctx: FunctionCtx
+    pending: list[Any]
 
-    def backward(self, g):
-        wrap = not isinstance(g, Tensor)
-        if wrap:
-            g = Tensor._make(g)
-        grads = self.fn.backward(self.ctx, g)
-        if not isinstance(grads, tuple):
-            grads = (grads,)
-        if len(grads) != len(self.parents):
-            raise RuntimeError(f"function {self.fn.__name__}.backward returned {len(grads)} gradients, "
-                               f"expected {len(self.parents)} (one per forward input)")
-        return tuple(gr._data if wrap and isinstance(gr, Tensor) else gr for gr in grads)
+    def backward_all(self, grads: list[Any]) -> tuple[Any, ...]:
+        raise NotImplementedError  # pragma: no cover
+
+    def backward(self, g: Any) -> tuple[Any, ...]:
+        grads, self.pending = self.pending, [None] * len(self.pending)
+        return self.backward_all(grads)
+
+    def record(self, inputs: tuple[Any, ...], arrays: list[Any], differentiable: list[bool]) -> list[Any]:
+        """Join this node to the graph of ``inputs`` and make its outputs from ``arrays`` (those not
+        ``differentiable`` come out as plain tensors, None arrays as None): the outputs as Tensors."""
+        self.join(inputs)
+        self.pending = [None] * len(arrays)
+        if not _TOKEN_TENSOR:
+            _TOKEN_TENSOR.append(Tensor._make(_TOKEN))
+        token = _TOKEN_TENSOR[0]
+        outs: list[Any] = []
+        for i, (arr, diff) in enumerate(zip(arrays, differentiable)):
+            if arr is None:  # (an output that is not a tensor)
+                outs.append(None)
+                continue
+            t = Tensor._make(arr)
+            if diff:
+                slot = _OutputSlot()
+                slot.core, slot.index = self, i
+                slot.parents, slot.edges = (token,), [self]
+                slot.seq = next(_SEQ)
+                slot.stamp = _STAMP[0]
+                t.requires_grad, t._grad_fn = True, slot
+            outs.append(t)
+        return outs
+
+
+class _OutputSlot(Function):
+    """One output of a MultiOutput node: files the output's gradient with it."""
+
+    core: MultiOutput
+    index: int
+
+    def backward(self, g: Any) -> tuple[Any, ...]:
+        self.core.pending[self.index] = g
+        return (Tensor._make(_TOKEN) if isinstance(g, Tensor) else _TOKEN,)
 
     def name(self) -> str:
-        return self.fn.__name__ + "Backward"
+        return self.core.name()
 
 
-class CustomFunction:
-    """Define an op by subclassing, as with ``torch.autograd.Function``.
-
-    >>> class Square(autograd.Function):
-    ...     @staticmethod
-    ...     def forward(ctx, x): ctx.save_for_backward(x); return x * x
-    ...     @staticmethod
-    ...     def backward(ctx, g): (x,) = ctx.saved_tensors; return 2 * x * g
-    """
-
-    @staticmethod
-    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("subclasses of autograd.Function must define forward")
-
-    @staticmethod
-    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
-        raise NotImplementedError("subclasses of autograd.Function must define backward")
-
-    @classmethod
-    def apply(cls, *args: Any, **kwargs: Any) -> Any:
-        ctx = FunctionCtx()
-        with no_grad():
-            out = cls.forward(ctx, *args, **kwargs)
-        tensors = tuple(args)
-        if _enabled.get() and any(isinstance(a, Tensor) and a.requires_grad for a in tensors):
-            node = _CustomNode()
-            node.fn, node.ctx, node.parents = cls, ctx, tensors
-            node.edges = [(a._grad_fn or a) if isinstance(a, Tensor) and a.requires_grad else None for a in tensors]
-            node.seq = next(_SEQ)
-            node.stamp = _STAMP[0]
-            out = Tensor._make(out._data)
-            out.requires_grad = True
-            out._grad_fn = node
-        return out
+_TOKEN_TENSOR: list[Any] = []  # the slots' one input: a 0-d Tensor, made on first use (Tensor is bound late)

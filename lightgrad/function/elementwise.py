@@ -4,7 +4,7 @@ clamping and casting, the error and gamma functions."""
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import backend as B
 from .. import dtypes as D
@@ -470,12 +470,14 @@ class Relu(Function):
     traceable = True
 
     def forward(self, x):
-        out = B.maximum(x, x.dtype.type(0))
+        out = B.relu(x)
         self.saved = (out,)
         return out
 
     def backward(self, g):
         # written with the output: relu'(x) = [out > 0], 0 at x == 0 as in PyTorch
+        if isinstance(g, B.ndarray):
+            return (B.relu_backward(g, self.saved[0]),)
         return (B.mask(g, B.greater(self.saved[0], 0)),)
 
 
@@ -593,3 +595,204 @@ class Polygamma(Function):
 
     def name(self) -> str:
         return "PolygammaBackward0"
+
+
+# ---- torch.special: the functions with kernels of their own (backend/special) --------------------
+# (appended by subject: each derivative as PyTorch's derivatives.yaml gives it)
+
+_SQRT_2PI = math.sqrt(2 * math.pi)
+
+
+def _on(op: type[Function], kernel: Any, x: Any) -> Any:
+    """``op`` at x: its node when x is a Tensor (create_graph), else the backend's kernel."""
+    return op.apply(x) if isinstance(x, Tensor) else kernel(x)
+
+
+class Erfcx(Function):
+    """exp(x^2) erfc(x); the derivative is 2 x erfcx(x) - 2 / sqrt(pi)."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.erfcx(x)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        return (B.multiply(g, B.subtract(B.multiply(B.multiply(x, out), 2), 2 / math.sqrt(math.pi))),)
+
+
+class LogNdtr(Function):
+    """log Phi(x); the derivative is exp(-x^2 / 2 - log Phi(x)) / sqrt(2 pi), finite in both tails."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.log_ndtr(x)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        e = B.exp(B.negative(B.add(B.multiply(B.multiply(x, x), 0.5), out)))
+        return (B.multiply(g, B.divide(e, _SQRT_2PI)),)
+
+
+class Ndtri(Function):
+    """The inverse of Phi; the derivative is sqrt(2 pi) exp(y^2 / 2)."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.ndtri(x)
+        self.saved = (out,)
+        return out
+
+    def backward(self, g):
+        y = self.saved[0]
+        return (B.multiply(g, B.multiply(B.exp(B.multiply(B.multiply(y, y), 0.5)), _SQRT_2PI)),)
+
+
+class I0(Function):
+    """The modified Bessel function I0; its derivative is I1."""
+
+    def forward(self, x):
+        self.saved = (x,)
+        return B.special.i0(x)
+
+    def backward(self, g):
+        return (B.multiply(g, _on(I1, B.special.i1, self.saved[0])),)
+
+
+class I0e(Function):
+    """I0(x) exp(-|x|); its derivative is i1e(x) - sgn(x) i0e(x)."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.i0e(x)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        return (B.multiply(g, B.subtract(_on(I1e, B.special.i1e, x), B.multiply(B.sign(x), out))),)
+
+
+class I1(Function):
+    """The modified Bessel function I1; its derivative is I0(x) - I1(x) / x, 1/2 at 0."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.i1(x)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        zero = B.equal(x, 0)
+        d = B.subtract(_on(I0, B.special.i0, x), B.divide(out, B.where(zero, 1.0, x)))
+        return (B.multiply(g, B.where(zero, 0.5, d)),)
+
+
+class I1e(Function):
+    """I1(x) exp(-|x|); its derivative is i0e(x) - i1e(x) (sgn(x) + 1 / x), 1/2 at 0."""
+
+    saves_out = True
+
+    def forward(self, x):
+        out = B.special.i1e(x)
+        self.saved = (x, out)
+        return out
+
+    def backward(self, g):
+        x, out = self.saved
+        zero = B.equal(x, 0)
+        inv = B.divide(1.0, B.where(zero, 1.0, x))
+        d = B.subtract(_on(I0e, B.special.i0e, x), B.multiply(out, B.add(B.sign(x), inv)))
+        return (B.multiply(g, B.where(zero, 0.5, d)),)
+
+
+class Gammainc(Function):
+    """The regularized incomplete gamma function P(a, x) (Q(a, x) when ``upper``). Only x has a
+    derivative, x^(a - 1) e^-x / Gamma(a) (negated for Q); a's is not implemented, as in PyTorch."""
+
+    def forward(self, a, x, upper):
+        self.saved = (a, x)
+        self.upper = upper
+        return B.special.gammaincc(a, x) if upper else B.special.gammainc(a, x)
+
+    def backward(self, g):
+        a, x = self.saved
+        if self.needs(0):
+            raise NotImplementedError(f"the derivative for '{'igammac' if self.upper else 'igamma'}: input' "
+                                      "is not implemented.")
+        lg = Lgamma.apply(a) if isinstance(a, Tensor) else B.lgamma(B.asarray(a, getattr(x, "dtype", None)))
+        d = B.exp(B.subtract(B.subtract(B.multiply(B.subtract(a, 1), B.log(x)), x), lg))
+        return None, (B.negative(B.multiply(g, d)) if self.upper else B.multiply(g, d)), None
+
+    def name(self) -> str:
+        return "IgammacBackward0" if self.upper else "IgammaBackward0"
+
+
+class Zeta(Function):
+    """The Hurwitz zeta function zeta(x, q); q's derivative is -x zeta(x + 1, q), x's is not
+    implemented, as in PyTorch."""
+
+    def forward(self, x, q):
+        self.saved = (x, q)
+        return B.special.zeta(x, q)
+
+    def backward(self, g):
+        x, q = self.saved
+        if self.needs(0):
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        up = Zeta.apply(B.add(x, 1), q) if isinstance(q, Tensor) else B.special.zeta(B.add(x, 1), q)
+        return None, B.negative(B.multiply(g, B.multiply(x, up)))
+
+    def name(self) -> str:
+        return "SpecialZetaBackward0"
+
+
+class Entr(Function):
+    """-x log x (0 at 0, -inf below); the derivative is -(1 + log x)."""
+
+    def forward(self, x):
+        self.saved = (x,)
+        with B.errstate(divide="ignore", invalid="ignore"):
+            pos = B.greater(x, 0)
+            v = B.negative(B.multiply(x, B.log(B.where(pos, x, 1.0))))
+            return B.where(pos, v, B.where(B.equal(x, 0), 0.0, B.where(B.isnan(x), x, -math.inf)))
+
+    def backward(self, g):
+        with B.errstate(divide="ignore", invalid="ignore"):
+            return (B.negative(B.multiply(g, B.add(B.log(self.saved[0]), 1))),)
+
+    def name(self) -> str:
+        return "SpecialEntrBackward0"
+
+
+class Xlog1py(Function):
+    """x log1p(y), 0 where x is 0 (unless y is NaN); the derivatives are log1p(y) (0 where x is 0 and
+    y <= -1) and x / (1 + y)."""
+
+    def forward(self, x, y):
+        self.saved = (x, y)
+        with B.errstate(divide="ignore", invalid="ignore"):
+            v = B.multiply(x, B.log1p(y))
+            return B.where(B.logical_and(B.equal(x, 0), B.logical_not(B.isnan(y))), 0.0, v)
+
+    def backward(self, g):
+        x, y = self.saved
+        gx = gy = None
+        with B.errstate(divide="ignore", invalid="ignore"):
+            if self.needs(0):
+                gx = B.where(B.logical_and(B.equal(x, 0), B.less_equal(y, -1)), 0.0, B.multiply(g, B.log1p(y)))
+            if self.needs(1):
+                gy = B.divide(B.multiply(g, x), B.add(y, 1))
+        return gx, gy
+
+    def name(self) -> str:
+        return "SpecialXlog1pyBackward0"

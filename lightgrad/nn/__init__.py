@@ -23,3 +23,4 @@ from .parameter import Buffer, Parameter, UninitializedBuffer, UninitializedPara
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .transformer import *  # noqa: F403
+from . import modules  # (after the layers: torch.nn.modules, PyTorch's layer files by name)

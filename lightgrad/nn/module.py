@@ -17,6 +17,11 @@ from .. import dtypes as D
 from ..device import device as _device
 from ..grad_mode import no_grad
 from ..tensor import Size, Tensor
+from .hooks import _HOOK_DICTS, HooksMixin, registration_hooks
+from .hooks import (register_module_backward_hook, register_module_buffer_registration_hook,  # noqa: F401
+                    register_module_forward_hook, register_module_forward_pre_hook,
+                    register_module_full_backward_hook, register_module_full_backward_pre_hook,
+                    register_module_module_registration_hook, register_module_parameter_registration_hook)
 from .parameter import Buffer, Parameter, is_lazy
 
 T = TypeVar("T", bound="Module")
@@ -66,7 +71,7 @@ def _shape_str(shape: tuple[int, ...]) -> str:
     return str(tuple(int(s) for s in shape))
 
 
-class Module:
+class Module(HooksMixin):
     """Base class of all layers: subclass it, assign layers and Parameters in ``__init__``, and
     write ``forward``.
 
@@ -91,11 +96,16 @@ class Module:
         set_(self, "_buffers", OrderedDict())
         set_(self, "_non_persistent_buffers_set", set())
         set_(self, "_modules", OrderedDict())
+        self._init_hooks()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # one attribute read for every registry, global ones included (HooksMixin._hooks_on): this
+        # check runs for every layer call
+        if self._hooks_on:
+            return self._call_with_hooks(args, kwargs)
         return self.forward(*args, **kwargs)
 
     # ---- registration --------------------------------------------------------------------------
@@ -120,6 +130,7 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        tensor = registration_hooks("buffer", self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -136,14 +147,14 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
                              f"created explicitly. To express '{name}' as a function of another Tensor, "
                              "compute the value in the forward() method.")
-        self._parameters[name] = param
+        self._parameters[name] = registration_hooks("parameter", self, name, param)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Register a submodule under ``name``; same as assigning ``self.name = module``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         self._check_name(name, "module", self._modules)
-        self._modules[name] = module
+        self._modules[name] = registration_hooks("module", self, name, module)
 
     register_module = add_module
 
@@ -206,7 +217,7 @@ class Module:
             if params is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
-            self._modules[name] = value
+            self._modules[name] = registration_hooks("module", self, name, value)
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
@@ -256,6 +267,8 @@ class Module:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
+        for name in _HOOK_DICTS:  # (a module pickled before hooks existed)
+            self.__dict__.setdefault(name, OrderedDict())
 
     # ---- traversal -----------------------------------------------------------------------------
     def _named_members(self, get_members: Callable[[Module], Any], prefix: str = "", recurse: bool = True,
@@ -349,10 +362,16 @@ class Module:
             keep_vars = args[2] if len(args) > 2 else keep_vars
         if destination is None:
             destination = OrderedDict()
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in list(self.__dict__.get("_state_dict_hooks", {}).values()):
+            out = hook(self, destination, prefix, {"version": 1})
+            if out is not None:
+                destination = out
         return destination
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
@@ -368,6 +387,12 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        hooked = [(p, m) for p, m in self.named_modules(remove_duplicate=False) if m.__dict__.get("_load_state_dict_pre_hooks")]
+        if hooked:  # they may edit the state dict (rename keys): a copy, as in PyTorch
+            state_dict = OrderedDict(state_dict)
+            for mprefix, module in hooked:
+                for hook in list(module._load_state_dict_pre_hooks.values()):
+                    hook(module, state_dict, mprefix + "." if mprefix else "", {"version": 1}, strict, [], [], [])
         targets = self._load_targets()
         missing = [k for k in targets if k not in state_dict]
         unexpected = [k for k in state_dict if k not in targets]
@@ -427,7 +452,11 @@ class Module:
                     t._version[0] += 1
                 else:
                     t._data = B.array(arr, dtype=t._data.dtype, copy=True)
-        return _IncompatibleKeys(missing, unexpected)
+        result = _IncompatibleKeys(missing, unexpected)
+        for _, module in self.named_modules(remove_duplicate=False):
+            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+                hook(module, result)
+        return result
 
     def _load_targets(self) -> dict[str, tuple[Module, str, Tensor]]:
         """Every state-dict entry of the tree by dotted key: (its module, its name there, the tensor)."""

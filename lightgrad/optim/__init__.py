@@ -4,7 +4,7 @@
 >>> sched = lightgrad.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad

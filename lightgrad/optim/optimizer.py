@@ -31,6 +31,7 @@ from itertools import chain
 from typing import Any, ClassVar
 
 from .. import backend as B
+from .. import dtypes as D
 from .. import memory
 from ..grad_mode import enable_grad
 from ..tensor import _STAMP, Tensor
@@ -412,7 +413,7 @@ class Optimizer:
             runs, fast = self._runs(pack), False
         if not runs:
             return [], False
-        if pack.flat.dtype.kind != "f":
+        if pack.flat.dtype.kind != "f" and pack.flat.dtype is not D.LOW_PRECISION[0]:  # (bfloat16 is a float)
             msg = self._dtype_error(group, pack.flat.dtype)
             if msg is not None:
                 p = ps[runs[0][0]]

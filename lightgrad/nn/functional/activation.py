@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 from ... import function as Fn
+from ...backend import random as R
 from ...grad_mode import is_grad_enabled
 from ...random import _gen
 from ...tensor import Tensor, _dim, empty_like, where, zeros_like
@@ -95,7 +96,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x * Phi(x), exactly via erf ('none') or with the tanh approximation ('tanh')."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError("approximate argument must be either none or tanh.")
-    if input._arr.dtype.kind != "f":
+    if not input.is_floating_point():
         raise NotImplementedError(f'"GeluKernelImpl" not implemented for {input.dtype}')
     # one fused node; the derivative is computed alongside the output only when it will be used
     return K.Gelu.apply(input, approximate=approximate, deriv=input.requires_grad and is_grad_enabled())
@@ -195,8 +196,9 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     """Leaky ReLU with a random slope in [lower, upper] per element when training, else the mean."""
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
-    slope = _const(_gen(None).uniform(lower, upper, input.shape), input)
-    return _inplace(input, inplace, lambda x: where(x >= 0, x, x * slope))
+    # PyTorch's draws: one double uniform per element <= 0, in order; the slope is 1 elsewhere
+    slope = _const(R.rrelu_noise(_gen(None), input._arr, lower, upper), input)
+    return _inplace(input, inplace, lambda x: x * slope)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:

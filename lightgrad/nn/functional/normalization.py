@@ -115,7 +115,7 @@ def layer_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | 
         if t is not None and tuple(t.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                                f"{list(t.shape)} and normalized_shape = {list(ns)}")
-    if input._arr.dtype.kind != "f":
+    if not input.is_floating_point():
         raise RuntimeError(f"layer_norm expects a floating point input, got {input.dtype}")
     return K.LayerNorm.apply(input, weight, bias, k=len(axes), eps=eps)
 
@@ -125,7 +125,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight."""
     axes = _check_normalized(input, normalized_shape)
     if eps is None:
-        eps = float(B.xp.finfo(input._arr.dtype).eps)
+        eps = float(B.finfo(input._arr.dtype).eps)
     out = input * ((input * input).mean(axes, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
 

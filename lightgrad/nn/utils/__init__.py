@@ -1,6 +1,6 @@
 """``nn.utils``: gradient clipping, parameter/vector conversion, and packed sequences (``nn.utils.rnn``)."""
 
-from . import fusion, parametrizations, parametrize, rnn, stateless
+from . import fusion, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
@@ -9,5 +9,5 @@ from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
            "parameters_to_vector", "vector_to_parameters", "rnn", "remove_spectral_norm", "remove_weight_norm",
-           "spectral_norm", "weight_norm", "fusion", "parametrizations", "parametrize", "stateless",
+           "spectral_norm", "weight_norm", "fusion", "parametrizations", "parametrize", "prune", "stateless",
            "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
