@@ -10,8 +10,6 @@ computed in float64 by lightgrad.backend.special from series, asymptotic expansi
 fractions and recurrences). As in PyTorch, the Bessel functions and the orthogonal polynomials have
 no gradient (their results do not require grad), and gammainc/gammaincc and zeta are differentiable
 in their second argument only.
-
-Not here yet: airy_ai.
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from ._ops.creation import _into
 from .function.elementwise import (I0, I1, Entr, Erfcx, Gammainc, I0e, I1e, LogNdtr, Ndtri, Xlog1py, Zeta)
 from .tensor import Tensor, tensor
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
+__all__ = ["airy_ai", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc",
            "gammaln", "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp",
            "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
@@ -216,6 +214,11 @@ def i1e(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
 
 def _constant(arr: Any) -> Tensor:
     return Tensor._make(arr)  # (no gradient: PyTorch defines none for these)
+
+
+def airy_ai(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The Airy function Ai(x), without a gradient (as PyTorch's)."""
+    return _out(_constant(B.special.airy_ai(_float(input, "airy_ai")._data)), out)
 
 
 def modified_bessel_i0(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
