@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test demo lint bench clean
+.PHONY: test demo lint bench docs clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -37,5 +37,14 @@ bench: $(STAMP)
 	$(BIN)/pip install -q -e ".[bench]" "torch==2.13.0"
 	env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $(BIN)/python -m benchmarks
 
+# The API reference site (pdoc) in site/ (git-ignored): open site/index.html. Fails on any warning.
+DOCS_STAMP := $(VENV)/.installed-docs
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(BIN)/pip install -q -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	$(BIN)/python docs/gen_site.py site
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,5 +1,7 @@
 """Writes docs/api.md from the public API's signatures and docstrings: ``python docs/gen_api.py [OUT]``.
 
+It prints how many entries have no description; ``--undocumented`` lists them too.
+
 The output depends on the code alone: default values print without memory addresses (a function
 or class as its qualified name), sets in sorted order, and every listing is sorted, so two runs
 give the same bytes (tests/test_docs.py checks that docs/api.md is up to date).
@@ -13,10 +15,14 @@ import re
 import sys
 from pathlib import Path
 
-MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.autograd.functional", "lightgrad.func", "lightgrad.linalg",
-           "lightgrad.distributions", "lightgrad.memory", "lightgrad.compiler", "lightgrad.nn", "lightgrad.nn.functional",
-           "lightgrad.nn.init", "lightgrad.nn.utils", "lightgrad.optim", "lightgrad.optim.lr_scheduler",
-           "lightgrad.utils.data", "lightgrad.datasets", "lightgrad.serialization", "lightgrad.distributed"]
+MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.autograd.functional", "lightgrad.autograd.graph",
+           "lightgrad.func", "lightgrad.linalg", "lightgrad.fft", "lightgrad.special", "lightgrad.random",
+           "lightgrad.distributions", "lightgrad.memory", "lightgrad.amp", "lightgrad.cuda", "lightgrad.compiler",
+           "lightgrad.jit", "lightgrad.nn", "lightgrad.nn.functional", "lightgrad.nn.init", "lightgrad.nn.utils",
+           "lightgrad.nn.utils.parametrize", "lightgrad.nn.utils.prune", "lightgrad.nn.utils.rnn", "lightgrad.optim",
+           "lightgrad.optim.lr_scheduler", "lightgrad.optim.swa_utils", "lightgrad.utils.data",
+           "lightgrad.utils.checkpoint", "lightgrad.utils.tensorboard", "lightgrad.datasets", "lightgrad.serialization",
+           "lightgrad.distributed", "lightgrad.testing", "lightgrad.profiler", "lightgrad.hub"]
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
@@ -64,42 +70,75 @@ def signature(obj: object, method: bool = False) -> str:
     return str(sig.replace(parameters=params))
 
 
-def render() -> str:
-    out = ["# API reference", "", "Generated from docstrings by `python docs/gen_api.py`.", ""]
+def members(mod: object) -> list[str]:
+    """The names listed for a module: of its ``__all__`` (or public names), the classes and functions
+    defined in lightgrad, sorted."""
+    names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
+    out = []
+    for n in sorted(set(names)):
+        obj = getattr(mod, n, None)
+        if obj is None or inspect.ismodule(obj) or not callable(obj):
+            continue
+        if (getattr(obj, "__module__", "") or "").startswith("lightgrad"):
+            out.append(n)
+    return out
+
+
+def entries() -> list[tuple[str | None, str, str]]:
+    """The reference's lines in order: (section, entry, description); a section heading has entry ""."""
+    rows: list[tuple[str | None, str, str]] = []
     for name in MODULES:
         try:
             mod = importlib.import_module(name)
         except ImportError as e:  # an optional extra that is not installed
-            out += [f"## {name}", "", f"(not importable here: {e})", ""]
+            rows.append((name, "", f"(not importable here: {e})"))
             continue
-        out += [f"## {name}", "", first_paragraph(mod), ""]
-        names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]
-        for n in sorted(set(names)):
-            obj = getattr(mod, n, None)
-            if obj is None or inspect.ismodule(obj):
-                continue
-            home = getattr(obj, "__module__", "") or ""
-            if not home.startswith("lightgrad"):
-                continue
-            if inspect.isclass(obj) or inspect.isfunction(obj) or callable(obj):
-                kind = "class" if inspect.isclass(obj) else "def"
-                out.append(f"- `{kind} {n}{signature(obj)}`: {first_paragraph(obj)}")
-        out.append("")
+        rows.append((name, "", first_paragraph(mod)))
+        for n in members(mod):
+            obj = getattr(mod, n)
+            kind = "class" if inspect.isclass(obj) else "def"
+            rows.append((None, f"{kind} {n}{signature(obj)}", first_paragraph(obj)))
     tensor = importlib.import_module("lightgrad").Tensor
-    out += ["## lightgrad.Tensor methods", ""]
-    members: dict[str, object] = {}
+    rows.append(("lightgrad.Tensor methods", "", ""))
+    methods: dict[str, object] = {}
     for klass in reversed(tensor.__mro__[:-1]):  # its mixins' methods (lightgrad/_ops), then its own
-        members.update(vars(klass))
-    for n, obj in sorted(members.items()):
+        methods.update(vars(klass))
+    for n, obj in sorted(methods.items()):
         if n.startswith("_") or not callable(obj):
             continue
-        out.append(f"- `Tensor.{n}{signature(obj, method=True)}`: {first_paragraph(obj)}")
+        rows.append((None, f"Tensor.{n}{signature(obj, method=True)}", first_paragraph(obj)))
+    return rows
+
+
+def render(rows: list[tuple[str | None, str, str]] | None = None) -> str:
+    out = ["# API reference", "", "Generated from docstrings by `python docs/gen_api.py`.", ""]
+    previous: str | None = None
+    for section, entry, text in entries() if rows is None else rows:
+        if not entry:
+            if previous is not None:
+                out.append("")
+            out += [f"## {section}", ""] + ([text, ""] if text or section != "lightgrad.Tensor methods" else [])
+            previous = section
+        else:
+            out.append(f"- `{entry}`: {text}")
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
+def undocumented(rows: list[tuple[str | None, str, str]]) -> list[str]:
+    """The entries whose docstring is empty."""
+    return [entry for _, entry, text in rows if entry and not text.strip()]
+
+
 def main(argv: list[str]) -> None:
+    listing = "--undocumented" in argv
+    argv = [a for a in argv if a != "--undocumented"]
     path = Path(argv[0]) if argv else Path(__file__).with_name("api.md")
-    path.write_text(render())
+    rows = entries()
+    path.write_text(render(rows))
+    missing = undocumented(rows)
+    for entry in missing if listing else []:
+        print(f"  {entry}")
+    print(f"{path}: {sum(1 for _, entry, _ in rows if entry)} API entries, {len(missing)} without a description")
 
 
 if __name__ == "__main__":

@@ -10,14 +10,20 @@ tensor([1.])
 from __future__ import annotations
 
 import builtins
+import inspect
 import warnings
+from collections.abc import Sequence  # noqa: F401  (below)
 from typing import Any
 
 from . import backend as B
 from . import linalg as _linalg
 from .device import backends
 from ._repr import set_printoptions  # noqa: F401  (exported with the process settings)
+from ._ops.common import Number  # noqa: F401  (below)
 from .tensor import Size, Tensor, as_tensor
+
+# (Number and Sequence: names the methods' string annotations use, so that tools resolving the free
+# functions' signatures in this module, pdoc and typing.get_type_hints, find every one of them here)
 
 # The Tensor methods that are functions too, one subject a line (numel is a function of its own below)
 METHODS = " ".join([
@@ -69,8 +75,14 @@ def _function(name: str) -> Any:
 
     def fn(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
         return method(input if isinstance(input, Tensor) else as_tensor(input), *args, **kwargs)
-    fn.__name__ = name
+    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = method.__doc__
+    # help() and inspect.signature show the method's parameters with `input` for `self` (PyTorch's
+    # name); the call itself keeps its cheap pass-through (~2 ms at import for the whole table)
+    sig = inspect.signature(method)
+    params = list(sig.parameters.values())
+    params[0] = inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation="Tensor")
+    fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return fn
 
 
@@ -87,10 +99,12 @@ def is_tensor(x: Any) -> builtins.bool:
 
 
 def numel(x: Tensor) -> builtins.int:
+    """The number of elements of ``x`` (the product of its shape)."""
     return x.numel()
 
 
 def is_floating_point(x: Tensor) -> builtins.bool:
+    """True if ``x`` has a floating-point dtype (float16, bfloat16, float32, float64)."""
     return x.is_floating_point()
 
 
@@ -105,10 +119,12 @@ def imag(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
 
 
 def broadcast_shapes(*shapes: Any) -> Size:
+    """The shape the given shapes broadcast to, as ``Size``: ``broadcast_shapes((2, 1), (3,))`` is ``Size([2, 3])``."""
     return Size(B.xp.broadcast_shapes(*shapes))
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """The tensors expanded (as views) to their common broadcast shape."""
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(t.expand(shape) for t in tensors)
 
@@ -124,6 +140,7 @@ def set_num_threads(n: builtins.int) -> None:
 
 
 def get_num_threads() -> builtins.int:
+    """The number of threads set by ``set_num_threads`` (1 by default)."""
     return B.get_num_threads()
 
 
@@ -145,6 +162,7 @@ def are_deterministic_algorithms_enabled() -> builtins.bool:
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> builtins.bool:
+    """Whether deterministic algorithms are on with ``warn_only=True``."""
     return _deterministic[0] and _deterministic[1]
 
 

@@ -23,10 +23,12 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
+    """The number of CUDA devices: 0 (lightgrad runs on the CPU)."""
     return 0
 
 
 def manual_seed(seed: int) -> None:
+    """Does nothing: there is no CUDA generator to seed (PyTorch ignores this call without CUDA too)."""
     pass
 
 
@@ -34,22 +36,27 @@ manual_seed_all = manual_seed
 
 
 def synchronize(device: Any = None) -> None:
+    """Does nothing: no CUDA device has work to wait for."""
     pass
 
 
 def empty_cache() -> None:
+    """Does nothing: there is no CUDA caching allocator."""
     pass
 
 
 def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: lightgrad has no CUDA device."""
     return False
 
 
 def current_device() -> int:
+    """Raises RuntimeError ("No CUDA GPUs are available"), as PyTorch on a machine without one."""
     raise RuntimeError("No CUDA GPUs are available")
 
 
 def memory_allocated(device: Any = None) -> int:
+    """Bytes of CUDA memory in use: 0 (lightgrad has no CUDA device)."""
     return 0
 
 

@@ -54,6 +54,7 @@ def set_default_device(d: Any) -> None:
 
 
 def get_default_device() -> device:
+    """The device new tensors are created on (cpu unless ``set_default_device`` changed it)."""
     return _CPU
 
 

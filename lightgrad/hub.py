@@ -38,11 +38,13 @@ def load(repo_or_dir: str, model: str, *args: Any, source: str = "github", trust
 
 def list(github: str, force_reload: bool = False, skip_validation: bool = False, trust_repo: Any = None,  # noqa: A001
          verbose: bool = True) -> Any:
+    """Raises RuntimeError: lightgrad cannot run hub code (the message says what to do instead)."""
     raise RuntimeError(_ADVICE.format(fn="list", what=f"the entry points of '{github}'"))
 
 
 def help(github: str, model: str, force_reload: bool = False, skip_validation: bool = False,  # noqa: A001
          trust_repo: Any = None) -> Any:
+    """Raises RuntimeError: lightgrad cannot run hub code (the message says what to do instead)."""
     raise RuntimeError(_ADVICE.format(fn="help", what=f"the docstring of '{model}' from '{github}'"))
 
 
@@ -55,5 +57,6 @@ def load_state_dict_from_url(url: str, model_dir: str | None = None, map_locatio
 
 
 def download_url_to_file(url: str, dst: str, hash_prefix: str | None = None, progress: bool = True) -> None:
+    """Raises RuntimeError: lightgrad does not download (the message says what to do instead)."""
     raise RuntimeError(f"lightgrad.hub.download_url_to_file does not download ({url}): fetch the file with your "
                        "own tools.")

@@ -47,6 +47,7 @@ def trace_module(mod: T, inputs: Any, optimize: Any = None, check_trace: bool = 
 
 
 def script_if_tracing(fn: T) -> T:
+    """``fn`` itself: lightgrad runs everything eagerly."""
     return fn
 
 
@@ -67,10 +68,12 @@ def unused(fn: T) -> T:
 
 
 def export(fn: T) -> T:
+    """``fn`` itself (marks a method for TorchScript export in PyTorch; lightgrad runs it eagerly)."""
     return fn
 
 
 def interface(obj: T) -> T:
+    """``obj`` itself (declares a TorchScript interface in PyTorch; nothing to do eagerly)."""
     return obj
 
 
@@ -90,10 +93,12 @@ def is_tracing() -> bool:
 
 
 def freeze(mod: T, preserved_attrs: Any = None, optimize_numerics: bool = True) -> T:
+    """``mod`` itself: there is no TorchScript module to freeze."""
     return mod
 
 
 def optimize_for_inference(mod: T, other_methods: Any = None) -> T:
+    """``mod`` itself: there is no TorchScript graph to optimise."""
     return mod
 
 

@@ -331,6 +331,7 @@ def empty_like_home(home: list[Any] | None, shape: tuple[int, ...], dt: Any) -> 
 
 
 def reclaimed_error(home: list[Any]) -> RuntimeError:
+    """The RuntimeError for a tensor whose arena storage was reclaimed by ``reset()``."""
     a = home[1]
     return RuntimeError(f"this tensor's storage was reclaimed by reset() of arena '{a.name}' "
                         f"(now at generation {a.generation}); keep results with .item(), or copy "

@@ -176,16 +176,19 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._arr.ndim
 
     def dim(self) -> builtins.int:
+        """The number of dims (``ndim``; ``ndimension`` is the same)."""
         return self._arr.ndim
 
     ndimension = dim
 
     def numel(self) -> builtins.int:
+        """The number of elements (the product of the shape; ``nelement`` is the same)."""
         return self._arr.size
 
     nelement = numel
 
     def element_size(self) -> builtins.int:
+        """The size of one element in bytes (4 for float32)."""
         return self._arr.itemsize
 
     @property
@@ -197,12 +200,15 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._arr.nbytes
 
     def is_floating_point(self) -> builtins.bool:
+        """True if the dtype is a floating-point one (float16, bfloat16, float32, float64)."""
         return D.is_floating(self._arr.dtype)
 
     def is_complex(self) -> builtins.bool:
+        """True if the dtype is complex (complex64, complex128)."""
         return self._arr.dtype.kind == "c"
 
     def is_signed(self) -> builtins.bool:
+        """True if the dtype is signed (every dtype except bool and the unsigned integers)."""
         return self.dtype.is_signed
 
     def is_contiguous(self, *, memory_format: Any = None) -> builtins.bool:
@@ -214,19 +220,24 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return bool(self._arr.flags.c_contiguous)
 
     def is_same_size(self, other: Tensor) -> builtins.bool:
+        """True if both tensors have the same shape."""
         return self.shape == other.shape
 
     def stride(self, dim: builtins.int | None = None) -> Any:
+        """The strides in elements, a tuple (or the stride of ``dim`` alone)."""
         st = tuple(s // self._arr.itemsize for s in self._arr.strides)
         return st if dim is None else st[_dim(dim, self.ndim, scalar=False)]
 
     def data_ptr(self) -> builtins.int:
+        """The address of the first element in memory."""
         return int(self._arr.__array_interface__["data"][0])
 
     def get_device(self) -> builtins.int:
+        """-1, the device index PyTorch gives a CPU tensor."""
         return -1  # (PyTorch's answer for a CPU tensor)
 
     def is_inference(self) -> builtins.bool:
+        """False: lightgrad's inference mode makes ordinary tensors."""
         return False
 
     @property
@@ -316,6 +327,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
+        """The elements as (nested) Python lists of numbers; a 0-d tensor gives a number."""
         return self._live().tolist()
 
     def numpy(self, *, force: builtins.bool = False) -> B.ndarray:
@@ -381,6 +393,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return F.Cast.apply(self, dtype=dt.np)
 
     def type(self, dtype: Any = None) -> Any:
+        """The type name (``"torch.FloatTensor"``) with no argument, else this tensor converted to ``dtype``."""
         if dtype is None:
             return f"torch.{_SCALAR_TYPE[self.dtype.name]}Tensor"
         if isinstance(dtype, str) and dtype.endswith("Tensor"):  # "torch.DoubleTensor": by its scalar type's name
@@ -391,51 +404,67 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return self.to(dtype)
 
     def type_as(self, other: Tensor) -> Tensor:
+        """This tensor converted to ``other``'s dtype."""
         return self.to(other.dtype)
 
     def float(self) -> Tensor:
+        """Converted to float32 (``self.to(lightgrad.float32)``)."""
         return self.to(D.float32)
 
     def double(self) -> Tensor:
+        """Converted to float64."""
         return self.to(D.float64)
 
     def half(self) -> Tensor:
+        """Converted to float16."""
         return self.to(D.float16)
 
     def bfloat16(self) -> Tensor:
+        """Converted to bfloat16."""
         return self.to(D.bfloat16)
 
     def cfloat(self) -> Tensor:
+        """Converted to complex64."""
         return self.to(D.complex64)
 
     def cdouble(self) -> Tensor:
+        """Converted to complex128."""
         return self.to(D.complex128)
 
     def long(self) -> Tensor:
+        """Converted to int64."""
         return self.to(D.int64)
 
     def int(self) -> Tensor:
+        """Converted to int32."""
         return self.to(D.int32)
 
     def short(self) -> Tensor:
+        """Converted to int16."""
         return self.to(D.int16)
 
     def bool(self) -> Tensor:
+        """Converted to bool (nonzero is True)."""
         return self.to(D.bool_)
 
     def byte(self) -> Tensor:
+        """Converted to uint8."""
         return self.to(D.uint8)
 
     def cpu(self) -> Tensor:
+        """This tensor: it is on the CPU already."""
         return self
 
     def cuda(self, device: Any = None) -> Tensor:
+        """Raises: lightgrad has no CUDA device (as PyTorch built without CUDA)."""
         raise RuntimeError("lightgrad has no CUDA device here (lightgrad.cuda.is_available() is False)")
 
     def pin_memory(self) -> Tensor:
+        """This tensor (pinned memory only matters for GPU copies)."""
         return self
 
     def share_memory_(self) -> Tensor:
+        """This tensor (processes share memory through the DataLoader's own means)."""
         return self
 
     def clone(self, *, memory_format: Any = None) -> Tensor:
@@ -457,11 +486,17 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return t
 
     def detach_(self) -> Tensor:
+        """Detaches this tensor from the graph in place: no grad_fn, requires_grad False."""
         self._grad_fn = None
         self.requires_grad = False
         return self
 
     def requires_grad_(self, requires_grad: builtins.bool = True) -> Tensor:
+        """Sets ``requires_grad`` in place (leaf tensors only) and returns self.
+
+        >>> lightgrad.ones(2).requires_grad_().requires_grad
+        True
+        """
         if not requires_grad and self._grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
@@ -552,6 +587,7 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         return bool(self._data.reshape(()))
 
     def is_nonzero(self) -> builtins.bool:
+        """The value of a one-element tensor as a Python bool (raises for more or fewer elements)."""
         n = self._data.size
         if n != 1:
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous" if n == 0 else

@@ -21,3 +21,68 @@ def test_api_reference_is_up_to_date(tmp_path: Path) -> None:
         pytest.skip("an optional extra is not installed here, so its section cannot match")
     assert text == (ROOT / "docs" / "api.md").read_text(), \
         "docs/api.md is stale: regenerate it with `python docs/gen_api.py`"
+
+
+def test_every_api_entry_has_a_description(tmp_path: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, str(ROOT / "docs" / "gen_api.py"), str(tmp_path / "api.md"), "--undocumented"],
+                         cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    assert run.stdout.rstrip().endswith(" 0 without a description"), run.stdout
+
+
+def test_free_functions_show_the_methods_signature_with_input_first() -> None:
+    import inspect
+    import pydoc
+
+    import lightgrad
+    from lightgrad import _functions
+
+    for name in _functions.METHODS:
+        fn, method = getattr(lightgrad, name), getattr(lightgrad.Tensor, name)
+        params = list(inspect.signature(fn).parameters.values())
+        expected = list(inspect.signature(method).parameters.values())
+        assert params[0].name == "input" and expected[0].name == "self", name
+        assert params[1:] == expected[1:], name
+        assert fn.__doc__ == method.__doc__ and fn.__name__ == name, name
+        # every annotation the signature names resolves where tools look it up (pdoc, get_type_hints)
+        sig = inspect.signature(fn)
+        for ann in [p.annotation for p in params] + [sig.return_annotation]:
+            if isinstance(ann, str):
+                eval(ann, vars(_functions))  # raises NameError for a name the module lacks
+    text = pydoc.render_doc(lightgrad.add, renderer=pydoc.plaintext)
+    assert "add(input: 'Tensor', other: 'Any', *, alpha: 'Number' = 1)" in text
+    assert "*args" not in text and "alpha * other" in text
+
+
+def test_free_functions_still_convert_and_forward_their_arguments() -> None:
+    import lightgrad
+
+    assert lightgrad.add([1.0, 2.0], 1, alpha=2).tolist() == [3.0, 4.0]  # a list becomes a tensor, as torch.add
+    assert lightgrad.sum(lightgrad.ones(2, 3), dim=1).tolist() == [3.0, 3.0]
+
+
+def test_generated_in_place_methods_say_what_they_are() -> None:
+    import lightgrad
+
+    assert lightgrad.Tensor.exp_.__doc__.startswith("In-place version of ``exp``")
+    x = lightgrad.tensor([0.0])
+    assert x.exp_() is x and x.tolist() == [1.0]
+
+
+def test_site_documents_what_the_api_reference_lists() -> None:
+    import importlib.util
+
+    import lightgrad
+
+    path = list(sys.path)
+    try:  # (gen_site puts docs/ on sys.path to import gen_api beside it)
+        spec = importlib.util.spec_from_file_location("gen_site", ROOT / "docs" / "gen_site.py")
+        assert spec is not None and spec.loader is not None
+        gen_site = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gen_site)
+        names = gen_site.gen_api.members(lightgrad)
+    finally:
+        sys.path[:] = path
+    assert {"add", "Tensor", "tensor", "no_grad", "manual_seed"} <= set(names)
+    assert not {"nn", "float32", "builtins"} & set(names) and not any(n.startswith("_") for n in names)
+    assert (ROOT / "docs" / "differences.md").read_text().startswith("# Differences from PyTorch")

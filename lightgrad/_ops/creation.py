@@ -28,23 +28,28 @@ class CreationMixin:
 
     def new_zeros(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
                   **kw: Any) -> Tensor:
+        """A tensor of zeros of ``size`` with this tensor's dtype and device (unless given)."""
         return _fill(_sized(size, kw, "new_zeros"), 0.0, dtype or self.dtype, requires_grad, device, "new_zeros")
 
     def new_ones(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
                  **kw: Any) -> Tensor:
+        """A tensor of ones of ``size`` with this tensor's dtype and device (unless given)."""
         return _fill(_sized(size, kw, "new_ones"), 1.0, dtype or self.dtype, requires_grad, device, "new_ones")
 
     def new_full(self: TensorSelf, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: builtins.bool = False, layout: Any = None, pin_memory: builtins.bool = False) -> Tensor:
+        """A tensor of ``size`` filled with ``fill_value``, with this tensor's dtype and device (unless given)."""
         return _fill((size,), _scalar_of(fill_value), dtype or self.dtype, requires_grad, device, "new_full",
                      packed=True)
 
     def new_empty(self: TensorSelf, *size: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
                   **kw: Any) -> Tensor:
+        """An uninitialised tensor of ``size`` with this tensor's dtype and device (unless given)."""
         return _fill(_sized(size, kw, "new_empty"), None, dtype or self.dtype, requires_grad, device, "new_empty")
 
     def new_tensor(self: TensorSelf, data: Any, dtype: Any = None, device: Any = None, requires_grad: builtins.bool = False,
                    layout: Any = None, pin_memory: builtins.bool = False) -> Tensor:
+        """A new tensor (a copy) of ``data`` with this tensor's dtype and device (unless given)."""
         return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 

@@ -26,11 +26,17 @@ class ElementwiseMixin:
 
     # ---- arithmetic: the operators' method forms -------------------------------------------------
     def add(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        """self + alpha * other, broadcast and type-promoted.
+
+        >>> lightgrad.tensor([1.0, 2.0]).add(lightgrad.tensor([3.0, 4.0]), alpha=2)
+        tensor([ 7., 10.])
+        """
         if alpha != 1 and isinstance(other, Tensor) and _low_result(self, other):
             return _low_axpy(self, other, alpha)
         return self + (other if alpha == 1 else other * alpha)
 
     def sub(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        """self - alpha * other, broadcast and type-promoted (``subtract`` is the same)."""
         if alpha != 1 and isinstance(other, Tensor) and _low_result(self, other):
             return _low_axpy(self, other, -alpha)
         return self - (other if alpha == 1 else other * alpha)
@@ -38,11 +44,21 @@ class ElementwiseMixin:
     subtract = sub
 
     def mul(self: TensorSelf, other: Any) -> Tensor:
+        """Elementwise product, broadcast (``multiply`` is the same).
+
+        >>> lightgrad.tensor([1.0, 2.0]).mul(3)
+        tensor([3., 6.])
+        """
         return self * other
 
     multiply = mul
 
     def div(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """Elementwise division: true division, or rounded down (``rounding_mode="floor"``) or toward zero (``"trunc"``).
+
+        >>> lightgrad.tensor([-7.0, 7.0]).div(2, rounding_mode="floor")
+        tensor([-4.,  3.])
+        """
         if rounding_mode is None:
             return self / other
         _check_divisor(self, other)
@@ -52,26 +68,33 @@ class ElementwiseMixin:
     divide = true_divide = div
 
     def pow(self: TensorSelf, exponent: Any) -> Tensor:
+        """self ** exponent, elementwise (the exponent a tensor or a number)."""
         return self ** exponent
 
     def neg(self: TensorSelf) -> Tensor:
+        """-self, elementwise (``negative`` is the same)."""
         return -self
 
     negative = neg
 
     def reciprocal(self: TensorSelf) -> Tensor:
+        """1 / self, elementwise (integers give floats)."""
         return 1 / self
 
     def square(self: TensorSelf) -> Tensor:
+        """self ** 2, elementwise."""
         return self ** 2  # one node, whose gradient is 2 x g (x * x would sum two products)
 
     def floor_divide(self: TensorSelf, o: Any) -> Tensor:
+        """Division rounded down to an integer value (Python's ``//``), elementwise."""
         return self // o
 
     def remainder(self: TensorSelf, o: Any) -> Tensor:
+        """Python's modulus: the remainder takes the sign of the divisor."""
         return self % o
 
     def fmod(self: TensorSelf, o: Any) -> Tensor:
+        """C's fmod: the remainder takes the sign of the dividend."""
         _check_divisor(self, o)
         return _binary(F.Fmod, self, o)
 
@@ -91,30 +114,43 @@ class ElementwiseMixin:
 
     # ---- exponentials, logarithms and powers -----------------------------------------------------
     def exp(self: TensorSelf) -> Tensor:
+        """e ** x, elementwise.
+
+        >>> lightgrad.tensor([0.0, 1.0]).exp()
+        tensor([1.0000, 2.7183])
+        """
         return F.Exp.apply(_floating(self))
 
     def log(self: TensorSelf) -> Tensor:
+        """Natural logarithm, elementwise (``-inf`` at 0, NaN below)."""
         return F.Log.apply(_floating(self))
 
     def log1p(self: TensorSelf) -> Tensor:
+        """log(1 + x), accurate for small x."""
         return F.Log1p.apply(_floating(self))
 
     def expm1(self: TensorSelf) -> Tensor:
+        """exp(x) - 1, accurate for small x."""
         return F.Expm1.apply(_floating(self))
 
     def log2(self: TensorSelf) -> Tensor:
+        """Base-2 logarithm, elementwise."""
         return self.log() / math.log(2)
 
     def log10(self: TensorSelf) -> Tensor:
+        """Base-10 logarithm, elementwise."""
         return self.log() / math.log(10)
 
     def exp2(self: TensorSelf) -> Tensor:
+        """2 ** x, elementwise."""
         return (self * math.log(2)).exp()
 
     def sqrt(self: TensorSelf) -> Tensor:
+        """Square root, elementwise (NaN for negative inputs)."""
         return F.Sqrt.apply(_floating(self))
 
     def rsqrt(self: TensorSelf) -> Tensor:
+        """1 / sqrt(x), elementwise."""
         return 1 / self.sqrt()
 
     def logaddexp(self: TensorSelf, other: Any) -> Tensor:
@@ -155,21 +191,27 @@ class ElementwiseMixin:
 
     # ---- trigonometric and hyperbolic ------------------------------------------------------------
     def sin(self: TensorSelf) -> Tensor:
+        """Sine (radians), elementwise."""
         return F.Sin.apply(_floating(self))
 
     def cos(self: TensorSelf) -> Tensor:
+        """Cosine (radians), elementwise."""
         return F.Cos.apply(_floating(self))
 
     def tan(self: TensorSelf) -> Tensor:
+        """Tangent (radians), elementwise."""
         return F.Tan.apply(_floating(self))
 
     def tanh(self: TensorSelf) -> Tensor:
+        """Hyperbolic tangent, elementwise."""
         return F.Tanh.apply(_floating(self))
 
     def sinh(self: TensorSelf) -> Tensor:
+        """Hyperbolic sine, elementwise."""
         return (self.exp() - (-self).exp()) / 2
 
     def cosh(self: TensorSelf) -> Tensor:
+        """Hyperbolic cosine, elementwise."""
         return (self.exp() + (-self).exp()) / 2
 
     def asin(self: TensorSelf) -> Tensor:
@@ -177,18 +219,23 @@ class ElementwiseMixin:
         return F.Asin.apply(_floating(self))
 
     def acos(self: TensorSelf) -> Tensor:
+        """Inverse cosine (radians, in [0, pi]), elementwise (``arccos`` is the same)."""
         return F.Acos.apply(_floating(self))
 
     def atan(self: TensorSelf) -> Tensor:
+        """Inverse tangent (radians, in (-pi/2, pi/2)), elementwise (``arctan`` is the same)."""
         return F.Atan.apply(_floating(self))
 
     def asinh(self: TensorSelf) -> Tensor:
+        """Inverse hyperbolic sine, elementwise (``arcsinh`` is the same)."""
         return F.Asinh.apply(_floating(self))
 
     def acosh(self: TensorSelf) -> Tensor:
+        """Inverse hyperbolic cosine (x >= 1), elementwise (``arccosh`` is the same)."""
         return F.Acosh.apply(_floating(self))
 
     def atanh(self: TensorSelf) -> Tensor:
+        """Inverse hyperbolic tangent (-1 < x < 1), elementwise (``arctanh`` is the same)."""
         return F.Atanh.apply(_floating(self))
 
     def atan2(self: TensorSelf, other: Any) -> Tensor:
@@ -210,13 +257,16 @@ class ElementwiseMixin:
         return where(zero, 1.0, px.sin() / px)
 
     def deg2rad(self: TensorSelf) -> Tensor:
+        """Degrees converted to radians."""
         return _floating(self) * (math.pi / 180)
 
     def rad2deg(self: TensorSelf) -> Tensor:
+        """Radians converted to degrees."""
         return _floating(self) * (180 / math.pi)
 
     # ---- special functions -----------------------------------------------------------------------
     def erf(self: TensorSelf) -> Tensor:
+        """The Gauss error function, elementwise."""
         return F.Erf.apply(_floating(self))
 
     def erfc(self: TensorSelf) -> Tensor:
@@ -252,15 +302,23 @@ class ElementwiseMixin:
 
     # ---- activations -----------------------------------------------------------------------------
     def sigmoid(self: TensorSelf) -> Tensor:
+        """The logistic function 1 / (1 + exp(-x)), elementwise."""
         return F.Sigmoid.apply(_floating(self))
 
     def relu(self: TensorSelf) -> Tensor:
+        """max(x, 0), elementwise (gradient 0 at 0, as PyTorch's).
+
+        >>> lightgrad.tensor([-1.0, 2.0]).relu()
+        tensor([0., 2.])
+        """
         return F.Relu.apply(self)
 
     def hardshrink(self: TensorSelf, lambd: builtins.float = 0.5) -> Tensor:
+        """x where abs(x) > lambd, else 0."""
         return where((self > lambd) | (self < -lambd), self, 0.0)
 
     def prelu(self: TensorSelf, weight: Tensor) -> Tensor:
+        """PReLU: x where x >= 0, else weight * x (weight per channel, dim 1, or one for all)."""
         w = weight  # (one weight for all, or one per channel: dim 1)
         if weight.numel() > 1:
             if self.ndim < 2 or self.shape[1] != weight.numel():
@@ -300,6 +358,7 @@ class ElementwiseMixin:
         return self  # type: ignore[return-value]
 
     def is_conj(self: TensorSelf) -> builtins.bool:
+        """Whether this tensor is a lazily conjugated view: always False in lightgrad (``conj`` copies)."""
         return False  # (conj() copies: no tensor here is a lazy conjugate)
 
     def angle(self: TensorSelf) -> Tensor:
@@ -312,17 +371,20 @@ class ElementwiseMixin:
 
     # ---- sign, rounding and floating-point classes -----------------------------------------------
     def abs(self: TensorSelf) -> Tensor:
+        """Absolute value, elementwise (``absolute`` is the same)."""
         return F.Abs.apply(self)
 
     absolute = abs
 
     def sign(self: TensorSelf) -> Tensor:
+        """The sign (-1, 0 or 1), elementwise (``sgn``: z / abs(z) for complex)."""
         D.check_bare_unsigned("sign_cpu", self._arr.dtype)
         return _zero_grad(self, B.sign(self._data))
 
     sgn = sign
 
     def signbit(self: TensorSelf) -> Tensor:
+        """True where the sign bit is set (negative numbers, -0.0 included)."""
         return Tensor._make(B.signbit(self._data))
 
     def copysign(self: TensorSelf, other: Any) -> Tensor:
@@ -336,17 +398,21 @@ class ElementwiseMixin:
         return out
 
     def positive(self: TensorSelf) -> Tensor:
+        """self itself (unary plus); bool tensors raise, as in PyTorch."""
         if self._data.dtype == B.xp.bool_:
             raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
         return self
 
     def floor(self: TensorSelf) -> Tensor:
+        """Rounded down to an integer value, elementwise."""
         return _zero_grad(self, B.floor(self._data))
 
     def ceil(self: TensorSelf) -> Tensor:
+        """Rounded up to an integer value, elementwise."""
         return _zero_grad(self, B.ceil(self._data))
 
     def round(self: TensorSelf, decimals: builtins.int = 0) -> Tensor:
+        """Rounded to the nearest integer value (halves to even), or to ``decimals`` decimal places."""
         if self._data.dtype.kind in "iu":
             return Tensor._make(B.copy(self._data))  # integers are already round (np.rint would give float64)
         if decimals:
@@ -355,12 +421,15 @@ class ElementwiseMixin:
         return _zero_grad(self, B.round_(self._data))
 
     def trunc(self: TensorSelf) -> Tensor:
+        """Rounded toward zero to an integer value, elementwise (``fix`` is the same)."""
         return _zero_grad(self, B.trunc(self._data))
 
     def fix(self: TensorSelf) -> Tensor:
+        """Rounded toward zero to an integer value (an alias of ``trunc``)."""
         return self.trunc()
 
     def frac(self: TensorSelf) -> Tensor:
+        """The fractional part x - trunc(x), elementwise."""
         return self - self.detach().trunc()
 
     def nextafter(self: TensorSelf, other: Any) -> Tensor:
@@ -371,18 +440,23 @@ class ElementwiseMixin:
         return Tensor._make(B.nextafter(a._data, _raw(b)))
 
     def isnan(self: TensorSelf) -> Tensor:
+        """True where the element is NaN."""
         return Tensor._make(B.isnan(self._data))
 
     def isinf(self: TensorSelf) -> Tensor:
+        """True where the element is +inf or -inf."""
         return Tensor._make(B.isinf(self._data))
 
     def isfinite(self: TensorSelf) -> Tensor:
+        """True where the element is finite (not inf, not NaN)."""
         return Tensor._make(B.isfinite(self._data))
 
     def isneginf(self: TensorSelf) -> Tensor:
+        """True where the element is -inf."""
         return Tensor._make(B.isneginf(self._data))
 
     def isposinf(self: TensorSelf) -> Tensor:
+        """True where the element is +inf."""
         return Tensor._make(B.isposinf(self._data))
 
     def nan_to_num(self: TensorSelf, nan: builtins.float = 0.0, posinf: builtins.float | None = None,
@@ -425,15 +499,19 @@ class ElementwiseMixin:
     clip = clamp
 
     def clamp_min(self: TensorSelf, m: Any) -> Tensor:
+        """max(self, m), elementwise: clamped from below."""
         return self.clamp(min=m)
 
     def clamp_max(self: TensorSelf, m: Any) -> Tensor:
+        """min(self, m), elementwise: clamped from above."""
         return self.clamp(max=m)
 
     def maximum(self: TensorSelf, o: Any) -> Tensor:
+        """Elementwise maximum of two tensors (NaN if either is NaN)."""
         return _binary(F.Maximum, self, o)
 
     def minimum(self: TensorSelf, o: Any) -> Tensor:
+        """Elementwise minimum of two tensors (NaN if either is NaN)."""
         return _binary(F.Minimum, self, o)
 
     def fmax(self: TensorSelf, other: Tensor) -> Tensor:
@@ -447,51 +525,66 @@ class ElementwiseMixin:
         return where((x <= y) | y.isnan(), x, y)
 
     def lerp(self: TensorSelf, end: Any, weight: Any) -> Tensor:
+        """Linear interpolation self + weight * (end - self)."""
         return self + (end - self) * weight
 
     def where(self: TensorSelf, condition: Any, other: Any) -> Tensor:
+        """self where ``condition`` holds, else ``other`` (``lightgrad.where(condition, self, other)``)."""
         return where(condition, self, other)
 
     # ---- comparisons and logical ops -------------------------------------------------------------
     def eq(self: TensorSelf, o: Any) -> Tensor:
+        """self == o, elementwise, as a bool tensor."""
         return self == o
 
     def ne(self: TensorSelf, o: Any) -> Tensor:
+        """self != o, elementwise, as a bool tensor (``not_equal`` is the same)."""
         return self != o
 
     def lt(self: TensorSelf, o: Any) -> Tensor:
+        """self < o, elementwise, as a bool tensor (``less`` is the same)."""
         return self < o
 
     def le(self: TensorSelf, o: Any) -> Tensor:
+        """self <= o, elementwise, as a bool tensor (``less_equal`` is the same)."""
         return self <= o
 
     def gt(self: TensorSelf, o: Any) -> Tensor:
+        """self > o, elementwise, as a bool tensor (``greater`` is the same)."""
         return self > o
 
     def ge(self: TensorSelf, o: Any) -> Tensor:
+        """self >= o, elementwise, as a bool tensor (``greater_equal`` is the same)."""
         return self >= o
 
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
     def equal(self: TensorSelf, o: Tensor) -> builtins.bool:
+        """True if both tensors have the same shape and the same elements (a Python bool)."""
         return self.shape == o.shape and bool(B.xp.array_equal(self._data, o._data))
 
     def allclose(self: TensorSelf, o: Tensor, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> builtins.bool:
+        """True if every element satisfies abs(self - o) <= atol + rtol * abs(o) (a Python bool)."""
         return bool(B.xp.allclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     def isclose(self: TensorSelf, o: Any, rtol: builtins.float = 1e-5, atol: builtins.float = 1e-8, equal_nan: builtins.bool = False) -> Tensor:
+        """abs(self - o) <= atol + rtol * abs(o), elementwise, as a bool tensor."""
         return Tensor._make(B.xp.isclose(self._data, _raw(o), rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     def logical_not(self: TensorSelf) -> Tensor:
+        """Logical NOT (nonzero is True), elementwise, as a bool tensor."""
         return Tensor._make(B.logical_not(self._data))
 
     def logical_and(self: TensorSelf, o: Any) -> Tensor:
+        """Logical AND (nonzero is True), elementwise, as a bool tensor."""
         return Tensor._make(B.logical_and(self._data, _raw(o)))
 
     def logical_or(self: TensorSelf, o: Any) -> Tensor:
+        """Logical OR (nonzero is True), elementwise, as a bool tensor."""
         return Tensor._make(B.logical_or(self._data, _raw(o)))
 
     def logical_xor(self: TensorSelf, o: Any) -> Tensor:
+        """Logical XOR (nonzero is True), elementwise, as a bool tensor."""
         return Tensor._make(B.logical_xor(self._data, _raw(o)))
 
     # ---- bitwise and integer ops: no gradient (PyTorch defines none); ints and bools only --------

@@ -52,11 +52,13 @@ class IndexMixin:
         self._assign(F.IndexPut, value, index=idx, accumulate=False)
 
     def index_put(self: TensorSelf, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        """A copy with ``values`` written at the positions ``indices`` select (summed there if ``accumulate``)."""
         idx, _ = _index(self, tuple(indices))
         v = _as_tensor(values, self)
         return F.IndexPut.apply(self, v.to(self.dtype), index=idx, accumulate=accumulate)
 
     def index_put_(self: TensorSelf, indices: Any, values: Any, accumulate: builtins.bool = False) -> Tensor:
+        """Writes ``values`` at the positions ``indices`` select (adds them if ``accumulate``), in place."""
         idx, _ = _index(self, tuple(indices))
         self._assign(F.IndexPut, values, index=idx, accumulate=accumulate)
         return self
@@ -88,6 +90,7 @@ class IndexMixin:
         return out if ix.ndim else out.reshape(())
 
     def take_along_dim(self: TensorSelf, indices: Tensor, dim: builtins.int | None = None) -> Tensor:
+        """The values at ``indices`` along ``dim`` (of the flattened tensor if dim is None), as numpy's take_along_axis."""
         if dim is None:
             return self.flatten().gather(0, _as_tensor(indices).flatten())
         ix = _int_index(indices, "take_along_dim")
@@ -115,6 +118,7 @@ class IndexMixin:
         return self.reshape(-1)[Tensor._make(ix)]
 
     def index_select(self: TensorSelf, dim: builtins.int, index: Tensor) -> Tensor:
+        """The slices along ``dim`` at ``index`` (a 1-D integer tensor), in that order."""
         d = _dim(dim, self.ndim)
         ix = _int_index(index, "index_select")
         if ix.ndim > 1:
@@ -131,10 +135,12 @@ class IndexMixin:
         return self[(slice(None),) * d + (Tensor._make(ix.reshape(-1)),)]
 
     def masked_select(self: TensorSelf, mask: Tensor) -> Tensor:
+        """The elements where ``mask`` (broadcast) is True, as a 1-D tensor."""
         m = _as_tensor(mask)
         return self.expand(B.xp.broadcast_shapes(self.shape, m.shape))[m.expand(B.xp.broadcast_shapes(self.shape, m.shape))]
 
     def nonzero(self: TensorSelf, *, as_tuple: builtins.bool = False) -> Any:
+        """The indices of the nonzero elements: an (n, ndim) int64 tensor, or one 1-D tensor per dim with ``as_tuple``."""
         D.check_bare_unsigned("nonzero_count_cpu", self._arr.dtype)
         nz = B.nonzero(self._data)
         if as_tuple:
@@ -156,6 +162,7 @@ class IndexMixin:
         return self._scatter(dim, index, s, add)
 
     def scatter_add(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        """A copy with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
         return self._scatter(dim, index, src, True)
 
     def _scatter(self: TensorSelf, dim: builtins.int, index: Tensor, src: Any, add: builtins.bool) -> Tensor:

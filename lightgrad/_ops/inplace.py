@@ -45,6 +45,7 @@ def _form(name: str) -> Callable[..., Tensor]:
     alone = op.__code__.co_argcount == 1 and not op.__code__.co_kwonlyargcount  # (self alone; none has *args)
     inplace = bare if alone else passing
     inplace.__name__ = f"{name}_"
+    inplace.__doc__ = f"In-place version of ``{name}``: the result written into self, which is returned."
     return functools.update_wrapper(inplace, op, assigned=(), updated=())
 
 
@@ -121,11 +122,13 @@ class InplaceMixin:
 
     # ---- arithmetic ------------------------------------------------------------------------------
     def add_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        """In-place version of ``add``: the result written into self, which is returned."""
         if self._axpy_(other, alpha):
             return self
         return self._inplace(lambda s: s.add(other, alpha=alpha), other)
 
     def sub_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        """In-place version of ``sub``: the result written into self, which is returned."""
         if isinstance(alpha, builtins.int | builtins.float) and self._axpy_(other, -alpha):
             return self
         return self._inplace(lambda s: s.sub(other, alpha=alpha), other)
@@ -152,183 +155,235 @@ class InplaceMixin:
         return True
 
     def mul_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``mul``: the result written into self, which is returned."""
         return self._inplace(lambda s: s * other, other)
 
     def div_(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """In-place version of ``div``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.div(other, rounding_mode=rounding_mode), other)
 
     def pow_(self: TensorSelf, e: Any) -> Tensor:
+        """In-place version of ``pow``: the result written into self, which is returned."""
         return self._inplace(lambda s: s ** e, e)
 
     def neg_(self: TensorSelf) -> Tensor:
+        """In-place version of ``neg``: the result written into self, which is returned."""
         return self._inplace(lambda s: -s)
 
     def negative_(self: TensorSelf) -> Tensor:
+        """In-place version of ``negative``: the result written into self, which is returned."""
         return self._inplace(lambda s: -s)
 
     def subtract_(self: TensorSelf, other: Any, *, alpha: Number = 1) -> Tensor:
+        """In-place version of ``subtract``: the result written into self, which is returned."""
         return self.sub_(other, alpha=alpha)
 
     def multiply_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``multiply``: the result written into self, which is returned."""
         return self.mul_(other)
 
     def divide_(self: TensorSelf, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        """In-place version of ``divide``: the result written into self, which is returned."""
         return self.div_(other, rounding_mode=rounding_mode)
 
     def true_divide_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``true_divide``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.true_divide(other), other)
 
     def floor_divide_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``floor_divide``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.floor_divide(other), other)
 
     def remainder_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``remainder``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.remainder(other), other)
 
     def fmod_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``fmod``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.fmod(other), other)
 
     def addcmul_(self: TensorSelf, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
+        """In-place version of ``addcmul``: the result written into self, which is returned."""
         return self._inplace(lambda s: s + t1 * t2 * value, t1, t2)
 
     def addcdiv_(self: TensorSelf, t1: Tensor, t2: Tensor, *, value: Number = 1) -> Tensor:
+        """In-place version of ``addcdiv``: the result written into self, which is returned."""
         return self._inplace(lambda s: s + t1 / t2 * value, t1, t2)
 
     def lerp_(self: TensorSelf, end: Any, weight: Any) -> Tensor:
+        """In-place version of ``lerp``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.lerp(end, weight), end, weight)
 
     # ---- math ------------------------------------------------------------------------------------
     def absolute_(self: TensorSelf) -> Tensor:
+        """In-place version of ``absolute``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.abs())
 
     def fix_(self: TensorSelf) -> Tensor:
+        """In-place version of ``fix``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.trunc())
 
     def float_power_(self: TensorSelf, exponent: Any) -> Tensor:
+        """In-place version of ``float_power``: the result written into self, which is returned."""
         if self._data.dtype != B.xp.float64:
             raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.name.capitalize()} but "
                                f"the operation's result requires dtype Double")
         return self._inplace(lambda s: s.float_power(exponent), exponent)
 
     def heaviside_(self: TensorSelf, values: Tensor) -> Tensor:
+        """In-place version of ``heaviside``: the result written into self, which is returned."""
         return self._inplace(lambda s: s._heaviside(values, "heaviside_"), values)
 
     def atan2_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``arctan2``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.atan2(other), other)
 
     arcsin_, arccos_, arctan_, arcsinh_, arccosh_, arctanh_, arctan2_ = (
         asin_, acos_, atan_, asinh_, acosh_, atanh_, atan2_)
 
     def xlogy_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``xlogy``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.xlogy(other), other)
 
     def hypot_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``hypot``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.hypot(other), other)
 
     def copysign_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``copysign``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.copysign(other), other)
 
     def ldexp_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``ldexp``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.ldexp(other), other)
 
     def clamp_(self: TensorSelf, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """In-place version of ``clamp``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.clamp(min, max), min, max)
 
     clip_ = clamp_
 
     def clamp_min_(self: TensorSelf, min: Any) -> Tensor:  # noqa: A002
+        """In-place version of ``clamp_min``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.clamp_min(min), min)
 
     def clamp_max_(self: TensorSelf, max: Any) -> Tensor:  # noqa: A002
+        """In-place version of ``clamp_max``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.clamp_max(max), max)
 
     def cumsum_(self: TensorSelf, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """In-place version of ``cumsum``: the result written into self, which is returned."""
         # (accumulates in self's dtype, as PyTorch: ints are not widened to int64 first)
         return self._inplace(lambda s: s.cumsum(dim, dtype=self.dtype if dtype is None else dtype))
 
     # ---- comparisons and logical ops (self keeps its dtype: the bool result is cast into it, as PyTorch's) ---
     def eq_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``eq``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.eq(other), other)
 
     def ne_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``ne``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.ne(other), other)
 
     def lt_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``less``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.lt(other), other)
 
     def le_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``le``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.le(other), other)
 
     def gt_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``greater``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.gt(other), other)
 
     def ge_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``ge``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.ge(other), other)
 
     greater_, greater_equal_, less_, less_equal_, not_equal_ = gt_, ge_, lt_, le_, ne_
 
     def logical_and_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``logical_and``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.logical_and(other), other)
 
     def logical_or_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``logical_or``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.logical_or(other), other)
 
     def logical_xor_(self: TensorSelf, other: Any) -> Tensor:
+        """In-place version of ``logical_xor``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.logical_xor(other), other)
 
     # ---- linear algebra --------------------------------------------------------------------------
     def addmm_(self: TensorSelf, mat1: Tensor, mat2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """In-place version of ``addmm``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.addmm(mat1, mat2, beta=beta, alpha=alpha), mat1, mat2)
 
     def addmv_(self: TensorSelf, mat: Tensor, vec: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """In-place version of ``addmv``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.addmv(mat, vec, beta=beta, alpha=alpha), mat, vec)
 
     def addbmm_(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """In-place version of ``addbmm``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.addbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
 
     def baddbmm_(self: TensorSelf, batch1: Tensor, batch2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """In-place version of ``baddbmm``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.baddbmm(batch1, batch2, beta=beta, alpha=alpha), batch1, batch2)
 
     def addr_(self: TensorSelf, vec1: Tensor, vec2: Tensor, *, beta: Number = 1, alpha: Number = 1) -> Tensor:
+        """In-place version of ``addr``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.addr(vec1, vec2, beta=beta, alpha=alpha), vec1, vec2)
 
     # ---- indexing, scatter and masks -------------------------------------------------------------
     def masked_fill_(self: TensorSelf, mask: Any, value: Any) -> Tensor:
+        """In-place version of ``masked_fill``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.masked_fill(mask, value), value)
 
     def masked_scatter_(self: TensorSelf, mask: Tensor, source: Tensor) -> Tensor:
+        """In-place version of ``masked_scatter``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.masked_scatter(mask, source), source)
 
     def scatter_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Any = None, *, value: Any = None,
                  reduce: str | None = None) -> Tensor:
+        """In-place version of ``scatter``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.scatter(dim, index, src, value=value, reduce=reduce), src)
 
     def scatter_add_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor) -> Tensor:
+        """In-place version of ``scatter_add``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.scatter_add(dim, index, src), src)
 
     def scatter_reduce_(self: TensorSelf, dim: builtins.int, index: Tensor, src: Tensor, reduce: str, *,
                         include_self: builtins.bool = True) -> Tensor:
+        """In-place version of ``scatter_reduce``: the result written into self, which is returned."""
         if reduce not in ("sum", "prod", "mean", "amax", "amin", "max", "min"):
             raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
         return self._inplace(lambda s: s.scatter_reduce(dim, index, src, reduce, include_self=include_self), src)
 
     def index_add_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, *, alpha: Number = 1) -> Tensor:
+        """In-place version of ``index_add``: the result written into self, which is returned."""
         self._index_along("index_add", dim, index, source, alpha)
         return self._inplace(lambda s: s.index_add(dim, index, source, alpha=alpha), source)
 
     def index_copy_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor) -> Tensor:
+        """In-place version of ``index_copy``: the result written into self, which is returned."""
         self._index_along("index_copy", dim, index, source)
         return self._inplace(lambda s: s.index_copy(dim, index, source), source)
 
     def index_fill_(self: TensorSelf, dim: builtins.int, index: Tensor, value: Any) -> Tensor:
+        """In-place version of ``index_fill``: the result written into self, which is returned."""
         self._index_along("index_fill", dim, index, value)
         return self._inplace(lambda s: s.index_fill(dim, index, value), value)
 
     def index_reduce_(self: TensorSelf, dim: builtins.int, index: Tensor, source: Tensor, reduce: str, *,
                       include_self: builtins.bool = True) -> Tensor:
+        """In-place version of ``index_reduce``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.index_reduce(dim, index, source, reduce, include_self=include_self),
                              source)
 
     def put_(self: TensorSelf, index: Tensor, source: Tensor, accumulate: builtins.bool = False) -> Tensor:
+        """In-place version of ``put``: the result written into self, which is returned."""
         return self._inplace(lambda s: s.put(index, source, accumulate), source)
 
     def fill_diagonal_(self: TensorSelf, fill_value: Any, wrap: builtins.bool = False) -> Tensor:
@@ -343,24 +398,30 @@ class InplaceMixin:
 
     # ---- views in place: self becomes the view (Tensor._view_) -----------------------------------
     def unsqueeze_(self: TensorSelf, dim: builtins.int) -> Tensor:
+        """In-place version of ``unsqueeze``: self's own shape gains the size-1 dim."""
         return self._view_(lambda t: t.unsqueeze(dim))
 
     def squeeze_(self: TensorSelf, dim: Any = None) -> Tensor:
+        """In-place version of ``squeeze``: self's own shape loses its size-1 dims."""
         return self._view_(lambda t: t.squeeze() if dim is None else t.squeeze(dim))
 
     def t_(self: TensorSelf) -> Tensor:
+        """In-place version of ``t``: self's own shape and strides are transposed."""
         return self._view_(lambda t: t.t())
 
     def transpose_(self: TensorSelf, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """In-place version of ``swapaxes``: self's own shape and strides swap the two dims."""
         return self._view_(lambda t: t.transpose(dim0, dim1))
 
     swapaxes_ = swapdims_ = transpose_
 
     # ---- filling and copying ---------------------------------------------------------------------
     def zero_(self: TensorSelf) -> Tensor:
+        """Fills self with zeros, in place; returns self."""
         return self.fill_(0)
 
     def fill_(self: TensorSelf, value: Any) -> Tensor:
+        """Fills self with ``value`` (a number or a 0-d tensor), in place; returns self."""
         if isinstance(value, Tensor) and value.requires_grad:
             return self._inplace(lambda s: s * 0 + value, value)
         if self._grad_fn is not None and _enabled.get():
@@ -390,6 +451,7 @@ class InplaceMixin:
                              Tensor._make(B.cast(B.broadcast_to(s._data, self.shape), self._data.dtype)), s)
 
     def apply_(self: TensorSelf, fn: Any) -> Tensor:
+        """Applies the Python function ``fn`` to each element, in place (no gradient; slow, as in PyTorch)."""
         self._data[...] = B.xp.vectorize(fn)(self._data)
         return self
 

@@ -71,11 +71,13 @@ class LinalgMixin:
         return F.MatMul.apply(a, b)
 
     def mm(self: TensorSelf, other: Tensor) -> Tensor:
+        """Matrix product of two 2-D tensors (no broadcasting)."""
         if self.ndim != 2 or other.ndim != 2:
             raise RuntimeError(f"mm: expected 2D tensors, got {self.ndim}D and {other.ndim}D")
         return self.matmul(other)
 
     def bmm(self: TensorSelf, other: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors: (b, n, m) @ (b, m, p) is (b, n, p)."""
         if self.ndim != 3 or other.ndim != 3:
             raise RuntimeError(f"batch1 must be a 3D tensor, got {self.ndim}D and {other.ndim}D")
         if self.shape[0] != other.shape[0]:
@@ -84,9 +86,11 @@ class LinalgMixin:
         return self.matmul(other)
 
     def mv(self: TensorSelf, v: Tensor) -> Tensor:
+        """Matrix-vector product: (n, m) @ (m,) is (n,)."""
         return self.matmul(v)
 
     def dot(self: TensorSelf, other: Tensor) -> Tensor:
+        """Dot product of two 1-D tensors, a 0-d tensor (``inner`` is this too: 1-D only, unlike PyTorch's n-D inner)."""
         if self.ndim != 1 or other.ndim != 1:
             raise RuntimeError(f"1D tensors expected, but got {self.ndim}D and {other.ndim}D tensors")
         if self.shape != other.shape:
@@ -102,6 +106,7 @@ class LinalgMixin:
         return self.dot(other)
 
     def outer(self: TensorSelf, other: Tensor) -> Tensor:
+        """Outer product of two 1-D tensors: (n,) and (m,) give (n, m) (``ger`` is the same)."""
         return self.reshape(-1, 1) * other.reshape(1, -1)
 
     ger = outer
@@ -184,6 +189,7 @@ class LinalgMixin:
     # ---- decompositions, inverses and solves (computed by the functions below, which lightgrad.linalg shares) ---
     # (a method named as its function calls the module's function: a method's body does not see the class's names)
     def inverse(self: TensorSelf) -> Tensor:
+        """The inverse of a square matrix (or of each in a batch)."""
         return inv(self)
 
     def pinverse(self: TensorSelf, rcond: builtins.float = 1e-15) -> Tensor:
@@ -191,15 +197,19 @@ class LinalgMixin:
         return pinv(self, rtol=rcond)
 
     def det(self: TensorSelf) -> Tensor:
+        """The determinant of a square matrix (or of each in a batch)."""
         return det(self)
 
     def logdet(self: TensorSelf) -> Tensor:
+        """log of the determinant (NaN where it is negative, -inf where it is 0)."""
         return logdet(self)
 
     def slogdet(self: TensorSelf) -> tuple[Tensor, Tensor]:
+        """(sign, log(abs(det))) of a square matrix: the determinant without overflow."""
         return slogdet(self)
 
     def matrix_power(self: TensorSelf, n: builtins.int) -> Tensor:
+        """The matrix raised to the integer power ``n`` (the inverse's for negative n)."""
         return matrix_power(self, n)
 
     def matrix_exp(self: TensorSelf) -> Tensor:
@@ -207,6 +217,7 @@ class LinalgMixin:
         return matrix_exp(self)
 
     def cholesky(self: TensorSelf, upper: builtins.bool = False) -> Tensor:
+        """The Cholesky factor L with A = L L^T (U with A = U^T U if ``upper``) of a symmetric positive-definite matrix."""
         return cholesky(self, upper=upper)
 
     def cholesky_solve(self: TensorSelf, input2: Tensor, upper: builtins.bool = False) -> Tensor:
@@ -325,6 +336,7 @@ def vander(x: Tensor, N: builtins.int | None = None, increasing: builtins.bool =
 
 
 def cdist(x1: Tensor, x2: Tensor, p: builtins.float = 2.0) -> Tensor:
+    """The p-norm distance between each row of x1 and each row of x2: (..., n, d) and (..., m, d) give (..., n, m)."""
     return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
 
 

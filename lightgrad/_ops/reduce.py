@@ -40,6 +40,11 @@ class ReduceMixin:
         return x.sum(dim, keepdim, dtype=dtype)
 
     def mean(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The mean over ``dim`` (all elements if None), of a floating-point or complex tensor.
+
+        >>> lightgrad.tensor([[1.0, 2.0], [3.0, 4.0]]).mean(dim=0)
+        tensor([2., 3.])
+        """
         x = self.to(dtype) if dtype is not None else self
         if not D.is_inexact(x._data.dtype):
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
@@ -75,6 +80,7 @@ class ReduceMixin:
         return F.Std.apply(self.var(dim, unbiased, keepdim, correction=correction))
 
     def prod(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False, *, dtype: Any = None) -> Tensor:
+        """The product over ``dim`` (all elements if None); integers multiply as int64."""
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         return F.Prod.apply(x, axes=_dims(dim, x.ndim), keepdim=keepdim)
 
@@ -100,11 +106,13 @@ class ReduceMixin:
 
     # ---- extremes --------------------------------------------------------------------------------
     def amax(self: TensorSelf, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
+        """The maximum over ``dim`` (all dims if empty); the gradient is shared evenly among ties."""
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, dim, "amax")
         return F.Amax.apply(self, axes=axes, keepdim=keepdim)
 
     def amin(self: TensorSelf, dim: Any = (), keepdim: builtins.bool = False) -> Tensor:
+        """The minimum over ``dim`` (all dims if empty); the gradient is shared evenly among ties."""
         axes = _dims(dim, self.ndim) if dim != () else None
         _check_nonempty(self, dim, "amin")
         return F.Amin.apply(self, axes=axes, keepdim=keepdim)
@@ -145,9 +153,15 @@ class ReduceMixin:
         return values_indices(vals, ind)
 
     def argmax(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the largest value (of the flattened tensor if dim is None; the first among ties).
+
+        >>> lightgrad.tensor([[1, 5], [7, 2]]).argmax(dim=1)
+        tensor([1, 0])
+        """
         return self._arg_extreme(dim, keepdim, B.argmax, "argmax")
 
     def argmin(self: TensorSelf, dim: builtins.int | None = None, keepdim: builtins.bool = False) -> Tensor:
+        """The index of the smallest value (of the flattened tensor if dim is None; the first among ties)."""
         return self._arg_extreme(dim, keepdim, B.argmin, "argmin")
 
     def _arg_extreme(self: TensorSelf, dim: builtins.int | None, keepdim: builtins.bool, arg: Any, name: str) -> Tensor:
@@ -160,12 +174,15 @@ class ReduceMixin:
 
     # ---- logical and counting --------------------------------------------------------------------
     def all(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        """True where every element over ``dim`` is nonzero (all elements if None), as a bool tensor."""
         return Tensor._make(B.xp.all(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
     def any(self: TensorSelf, dim: Any = None, keepdim: builtins.bool = False) -> Tensor:
+        """True where any element over ``dim`` is nonzero (all elements if None), as a bool tensor."""
         return Tensor._make(B.xp.any(self._data, axis=_dims(dim, self.ndim), keepdims=keepdim))
 
     def count_nonzero(self: TensorSelf, dim: Any = None) -> Tensor:
+        """The number of nonzero elements over ``dim`` (all elements if None), as int64."""
         D.check_bare_unsigned("nonzero_count_cpu", self._arr.dtype)
         return Tensor._make(B.asarray(B.xp.count_nonzero(self._data, axis=_dims(dim, self.ndim)), B.xp.int64))
 
@@ -321,6 +338,11 @@ class ReduceMixin:
         return (self if self.ndim else self.reshape(1)), d
 
     def cumsum(self: TensorSelf, dim: builtins.int, *, dtype: Any = None) -> Tensor:
+        """Running sum along ``dim``; integers and bools add as int64.
+
+        >>> lightgrad.tensor([1, 2, 3]).cumsum(0)
+        tensor([1, 3, 6])
+        """
         x = self.to(dtype) if dtype is not None else (self.to(D.int64) if self._data.dtype.kind in "biu" else self)
         y, d = x._along(dim)
         out = F.Cumsum.apply(y, dim=d)
@@ -340,9 +362,15 @@ class ReduceMixin:
         return out if self.ndim else out.reshape(())
 
     def softmax(self: TensorSelf, dim: builtins.int, dtype: Any = None) -> Tensor:
+        """exp(x) / exp(x).sum(dim), computed stably: the values along ``dim`` become probabilities.
+
+        >>> lightgrad.tensor([0.0, 0.0]).softmax(dim=0)
+        tensor([0.5000, 0.5000])
+        """
         return self._softmax(F.Softmax, "softmax", dim, dtype)
 
     def log_softmax(self: TensorSelf, dim: builtins.int, dtype: Any = None) -> Tensor:
+        """log(softmax(x, dim)), computed stably (x - logsumexp(x, dim))."""
         return self._softmax(F.LogSoftmax, "log_softmax", dim, dtype)
 
     def _softmax(self: TensorSelf, fn: Any, name: str, dim: builtins.int, dtype: Any) -> Tensor:

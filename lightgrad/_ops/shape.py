@@ -65,12 +65,19 @@ class ShapeMixin:
         return Tensor._make(a.view(dt.np))
 
     def view_as(self: TensorSelf, other: Tensor) -> Tensor:
+        """A view of this tensor with ``other``'s shape."""
         return self.view(other.shape)
 
     def reshape_as(self: TensorSelf, other: Tensor) -> Tensor:
+        """This tensor reshaped to ``other``'s shape (a view where possible)."""
         return self.reshape(other.shape)
 
     def flatten(self: TensorSelf, start_dim: builtins.int = 0, end_dim: builtins.int = -1) -> Tensor:
+        """Dims ``start_dim`` to ``end_dim`` merged into one (a view where possible).
+
+        >>> lightgrad.zeros(2, 3, 4).flatten(1).shape
+        lightgrad.Size([2, 12])
+        """
         s, e = _dim(start_dim, self.ndim), _dim(end_dim, self.ndim)
         if not self.ndim:
             return self.reshape(1)
@@ -80,9 +87,11 @@ class ShapeMixin:
         return self.reshape(sh[:s] + (math.prod(sh[s:e + 1]),) + sh[e + 1:])
 
     def ravel(self: TensorSelf) -> Tensor:
+        """The elements as a 1-D tensor (a view where possible)."""
         return self.reshape(-1)
 
     def unflatten(self: TensorSelf, dim: builtins.int, sizes: Sequence[builtins.int]) -> Tensor:
+        """Dim ``dim`` split into ``sizes`` (one of them may be -1)."""
         if not self.ndim:
             raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {dim} but tensor has no "
                                "dimensions")
@@ -97,17 +106,32 @@ class ShapeMixin:
         return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
     def squeeze(self: TensorSelf, dim: Any = None) -> Tensor:
+        """Size-1 dims removed (only ``dim``, an int or a tuple, if given), as a view.
+
+        >>> lightgrad.zeros(2, 1, 3).squeeze().shape
+        lightgrad.Size([2, 3])
+        """
         if dim is None:
             return self.reshape(tuple(s for s in self.shape if s != 1))
         axes = _dims(dim, self.ndim) or ()
         return self.reshape(tuple(s for i, s in enumerate(self.shape) if not (i in axes and s == 1)))
 
     def unsqueeze(self: TensorSelf, dim: builtins.int) -> Tensor:
+        """A view with a size-1 dim inserted at ``dim``.
+
+        >>> lightgrad.zeros(2, 3).unsqueeze(0).shape
+        lightgrad.Size([1, 2, 3])
+        """
         d = _dim(dim, self.ndim + 1)
         return self.reshape(self.shape[:d] + (1,) + self.shape[d:])
 
     # ---- permuting -------------------------------------------------------------------------------
     def permute(self: TensorSelf, *dims: Any) -> Tensor:
+        """A view with the dims reordered: ``x.permute(2, 0, 1)`` puts dim 2 first.
+
+        >>> lightgrad.zeros(2, 3, 4).permute(2, 0, 1).shape
+        lightgrad.Size([4, 2, 3])
+        """
         order = tuple(_dim(d, self.ndim) for d in _shape_arg(dims)) if self.ndim else ()
         if sorted(order) != list(range(self.ndim)):
             raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
@@ -122,6 +146,7 @@ class ShapeMixin:
         return t
 
     def transpose(self: TensorSelf, dim0: builtins.int, dim1: builtins.int) -> Tensor:
+        """A view with dims ``dim0`` and ``dim1`` swapped (``swapaxes`` and ``swapdims`` are the same)."""
         a, b = _dim(dim0, self.ndim), _dim(dim1, self.ndim)
         if not self.ndim:
             return self
@@ -132,6 +157,7 @@ class ShapeMixin:
     swapaxes = swapdims = transpose
 
     def t(self: TensorSelf) -> Tensor:
+        """The transpose of a tensor of at most 2 dims (a view; 0-d and 1-d come back as they are)."""
         if self.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {self.ndim}D")
         return self.T
@@ -177,9 +203,11 @@ class ShapeMixin:
         return t
 
     def expand_as(self: TensorSelf, other: Tensor) -> Tensor:
+        """A view of this tensor expanded to ``other``'s shape."""
         return self.expand(other.shape)
 
     def broadcast_to(self: TensorSelf, shape: Sequence[builtins.int]) -> Tensor:
+        """A view broadcast to ``shape`` (as ``expand``)."""
         return self.expand(tuple(shape))
 
     def repeat(self: TensorSelf, *sizes: Any) -> Tensor:
@@ -199,6 +227,7 @@ class ShapeMixin:
         return self.repeat(*((1,) * (self.ndim - len(reps)) + reps))
 
     def repeat_interleave(self: TensorSelf, repeats: builtins.int, dim: builtins.int | None = None) -> Tensor:
+        """Each element repeated ``repeats`` times along ``dim`` (of the flattened tensor if dim is None)."""
         x = self.flatten() if dim is None else self
         d = 0 if dim is None else _dim(dim, x.ndim)
         if not x.ndim:  # (PyTorch's words for a 0-d input along a dim: it looks for dim 1 of the repeats)
@@ -286,18 +315,21 @@ class ShapeMixin:
         return self._split_at(sections, 1 if self.ndim > 1 else 0, "hsplit")
 
     def vsplit(self: TensorSelf, sections: Any) -> tuple[Tensor, ...]:
+        """Split along dim 0 (rows) into ``sections`` equal parts or at the given indices."""
         if self.ndim < 2:
             raise RuntimeError("torch.vsplit requires a tensor with at least 2 dimension, but got a tensor "
                                f"with {self.ndim} dimensions!")
         return self._split_at(sections, 0, "vsplit")
 
     def dsplit(self: TensorSelf, sections: Any) -> tuple[Tensor, ...]:
+        """Split along dim 2 (depth) into ``sections`` equal parts or at the given indices."""
         if self.ndim < 3:
             raise RuntimeError("torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
                                f"with {self.ndim} dimensions!")
         return self._split_at(sections, 2, "dsplit")
 
     def unbind(self: TensorSelf, dim: builtins.int = 0) -> tuple[Tensor, ...]:
+        """The slices along ``dim`` as a tuple of views, that dim removed."""
         d = _dim(_dim(dim, self.ndim), self.ndim, scalar=False)  # (PyTorch wraps -1 before it looks)
         return tuple(self[(slice(None),) * d + (i,)] for i in range(self.shape[d]))
 
@@ -318,6 +350,7 @@ class ShapeMixin:
         return self[(slice(None),) * d + (slice(start, start + length),)]
 
     def narrow_copy(self: TensorSelf, dim: builtins.int, start: builtins.int, length: builtins.int) -> Tensor:
+        """``narrow``, copied: ``length`` elements from ``start`` along ``dim``."""
         return self.narrow(dim, start, length).clone()
 
     def select(self: TensorSelf, dim: builtins.int, index: builtins.int) -> Tensor:
@@ -379,12 +412,15 @@ class ShapeMixin:
         return F.Flip.apply(self, dims=axes)
 
     def fliplr(self: TensorSelf) -> Tensor:
+        """Flipped left to right (along dim 1)."""
         return self.flip(1)
 
     def flipud(self: TensorSelf) -> Tensor:
+        """Flipped up to down (along dim 0)."""
         return self.flip(0)
 
     def roll(self: TensorSelf, shifts: Any, dims: Any = None) -> Tensor:
+        """Elements rolled by ``shifts`` along ``dims`` (of the flattened tensor if None), wrapping around."""
         if dims is None:
             return self.flatten().roll(shifts, 0).reshape(self.shape)
         if not self.ndim:  # (a 0-d tensor has no dim to roll along, not even 0)
@@ -429,11 +465,13 @@ class ShapeMixin:
 
     # ---- triangles and diagonals -----------------------------------------------------------------
     def tril(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
+        """The lower triangle (on and below the ``diagonal``-th diagonal) of the last two dims, the rest 0."""
         n, m = self.shape[-2:]
         keep = B.tril_mask(n, m, diagonal, dtype=bool)
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))  # keeps the dtype
 
     def triu(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
+        """The upper triangle (on and above the ``diagonal``-th diagonal) of the last two dims, the rest 0."""
         n, m = self.shape[-2:]
         keep = B.logical_not(B.tril_mask(n, m, diagonal - 1, dtype=bool))
         return where(Tensor._make(keep), self, Tensor._make(B.zeros((), self._data.dtype)))
@@ -446,6 +484,7 @@ class ShapeMixin:
         return _strided_view(self, F.Diagonal, offset, d1, d2)
 
     def diag(self: TensorSelf, diagonal: builtins.int = 0) -> Tensor:
+        """A 1-D tensor's values as the ``diagonal``-th diagonal of a square matrix, or a matrix's diagonal as 1-D."""
         if self.ndim == 2:
             return self.diagonal(diagonal)
         n = self.shape[0] + abs(diagonal)
@@ -478,6 +517,7 @@ class ShapeMixin:
         return self.flatten().diag_embed(offset)
 
     def trace(self: TensorSelf) -> Tensor:
+        """The sum of the main diagonal of a 2-D tensor."""
         return self.diagonal().sum()
 
 
@@ -534,14 +574,17 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
 
 
 def hstack(tensors: Any) -> Tensor:
+    """Tensors concatenated column-wise (along dim 1; dim 0 for 1-D tensors)."""
     return cat(tensors, 1 if tensors[0].ndim > 1 else 0)
 
 
 def vstack(tensors: Any) -> Tensor:
+    """Tensors concatenated row-wise (along dim 0), 1-D tensors as rows."""
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
 
 def dstack(tensors: Any) -> Tensor:
+    """Tensors concatenated depth-wise (along dim 2), made at least 3-D first."""
     return stack(tensors, -1) if tensors[0].ndim < 3 else cat(tensors, 2)
 
 
@@ -586,6 +629,7 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
 
 
 def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids from 1-D tensors (``indexing="ij"``: matrix indexing; ``"xy"``: Cartesian)."""
     ts = list(tensors[0]) if len(tensors) == 1 and isinstance(tensors[0], list | tuple) else list(tensors)
     n = len(ts)
     if indexing == "xy" and n >= 2:

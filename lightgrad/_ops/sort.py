@@ -200,6 +200,7 @@ class SortMixin:
         return self._picked(x, d, B.cumext_indices(x._data, d, True), True, return_types.cummax)
 
     def cummin(self: TensorSelf, dim: builtins.int) -> Any:
+        """(values, indices): the running minimum along ``dim`` and where it was found."""
         x, d = self._cum_along(dim, "cummin")
         return self._picked(x, d, B.cumext_indices(x._data, d, False), True, return_types.cummin)
 

@@ -176,6 +176,7 @@ def is_available() -> bool:
 
 
 def is_mpi_available() -> bool:
+    """Whether the MPI backend (mpi4py) can be used."""
     return is_available()
 
 
@@ -185,6 +186,7 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
+    """False: lightgrad has no NCCL backend (no GPUs)."""
     return False
 
 
@@ -287,6 +289,7 @@ def get_world_size(group: Any = None) -> int:
 
 
 def get_backend(group: Any = None) -> str:
+    """The backend of the process group: "mpi"."""
     _default(group)
     return "mpi"
 

@@ -126,10 +126,12 @@ def constant_(tensor: Tensor, val: float) -> Tensor:
 
 
 def ones_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` with 1, in place (no gradient recorded)."""
     return constant_(tensor, 1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
+    """Fills ``tensor`` with 0, in place (no gradient recorded)."""
     return constant_(tensor, 0.0)
 
 

@@ -27,6 +27,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def relu_(input: Tensor) -> Tensor:
+    """In-place version of ``relu``."""
     return input.relu_()
 
 
@@ -44,6 +45,7 @@ def _hardtanh(x: Tensor, lo: float, hi: float) -> Tensor:
 
 
 def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """In-place version of ``hardtanh``."""
     return hardtanh(input, min_val, max_val, True)
 
 
@@ -58,6 +60,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 
 def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """In-place version of ``leaky_relu``."""
     return leaky_relu(input, negative_slope, True)
 
 
@@ -68,6 +71,7 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of ``elu``."""
     return elu(input, alpha, True)
 
 
@@ -79,6 +83,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
+    """In-place version of ``celu``."""
     return celu(input, alpha, True)
 
 
@@ -89,6 +94,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def selu_(input: Tensor) -> Tensor:
+    """In-place version of ``selu``."""
     return selu(input, True)
 
 
@@ -122,10 +128,12 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def sigmoid(input: Tensor) -> Tensor:
+    """The logistic function 1 / (1 + exp(-x)), elementwise."""
     return input.sigmoid()
 
 
 def tanh(input: Tensor) -> Tensor:
+    """Hyperbolic tangent, elementwise."""
     return input.tanh()
 
 
@@ -172,6 +180,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
+    """In-place version of ``threshold``."""
     return globals()["threshold"](input, threshold, value, True)
 
 
@@ -202,6 +211,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False) -> Tensor:
+    """In-place version of ``rrelu``."""
     return rrelu(input, lower, upper, training, True)
 
 

@@ -385,14 +385,17 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any, return_indices: bool = 
 
 
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """(output, indices) of ``adaptive_max_pool1d``."""
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """(output, indices) of ``adaptive_max_pool2d``."""
     return adaptive_max_pool2d(input, output_size, True)
 
 
 def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any, return_indices: bool = False) -> Any:
+    """(output, indices) of ``adaptive_max_pool3d``."""
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -570,6 +573,7 @@ def _fractional_max_pool(nd: int, input: Tensor, kernel_size: Any, output_size: 
 def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
                                        output_ratio: Any = None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(output, indices) of ``fractional_max_pool2d``."""
     return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
@@ -583,6 +587,7 @@ def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = No
 def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any, output_size: Any = None,
                                        output_ratio: Any = None, return_indices: bool = False,
                                        _random_samples: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """(output, indices) of ``fractional_max_pool3d``."""
     return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True, _random_samples)
 
 
