@@ -86,3 +86,9 @@ def test_site_documents_what_the_api_reference_lists() -> None:
     assert {"add", "Tensor", "tensor", "no_grad", "manual_seed"} <= set(names)
     assert not {"nn", "float32", "builtins"} & set(names) and not any(n.startswith("_") for n in names)
     assert (ROOT / "docs" / "differences.md").read_text().startswith("# Differences from PyTorch")
+
+
+def test_the_package_ships_its_type_information() -> None:
+    """PEP 561: mypy checks code that uses lightgrad only if the installed package holds py.typed."""
+    assert (ROOT / "lightgrad" / "py.typed").exists()
+    assert 'lightgrad = ["py.typed"]' in (ROOT / "pyproject.toml").read_text()
