@@ -1,6 +1,7 @@
 """Writes docs/api.md from the public API's signatures and docstrings: ``python docs/gen_api.py [OUT]``.
 
-It prints how many entries have no description; ``--undocumented`` lists them too.
+It prints how many entries have no description, and how many public methods of the classes it lists
+(their own, properties included; Tensor's are entries) have no docstring; ``--undocumented`` lists both.
 
 The output depends on the code alone: default values print without memory addresses (a function
 or class as its qualified name), sets in sorted order, and every listing is sorted, so two runs
@@ -22,7 +23,8 @@ MODULES = ["lightgrad", "lightgrad.autograd", "lightgrad.autograd.functional", "
            "lightgrad.nn.utils.parametrize", "lightgrad.nn.utils.prune", "lightgrad.nn.utils.rnn", "lightgrad.optim",
            "lightgrad.optim.lr_scheduler", "lightgrad.optim.swa_utils", "lightgrad.utils.data",
            "lightgrad.utils.checkpoint", "lightgrad.utils.tensorboard", "lightgrad.datasets", "lightgrad.serialization",
-           "lightgrad.distributed", "lightgrad.testing", "lightgrad.profiler", "lightgrad.hub"]
+           "lightgrad.distributed", "lightgrad.testing", "lightgrad.profiler", "lightgrad.hub",
+           "lightgrad.distributions.constraints", "lightgrad.distributions.transforms", "lightgrad.nn.parallel"]
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
@@ -129,12 +131,45 @@ def undocumented(rows: list[tuple[str | None, str, str]]) -> list[str]:
     return [entry for _, entry, text in rows if entry and not text.strip()]
 
 
+def public_classes() -> list[type]:
+    """Each class the listed modules export (Tensor aside: its methods are entries), once, in listing order."""
+    seen: dict[type, None] = {}
+    for name in MODULES:
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        for n in members(mod):
+            obj = getattr(mod, n)
+            if inspect.isclass(obj) and obj.__name__ != "Tensor":
+                seen.setdefault(obj, None)
+    return list(seen)
+
+
+def undocumented_methods() -> list[str]:
+    """The public methods and properties a public class defines itself (not inherited) with no docstring
+    of its own: ``inspect.getdoc`` would lend them the base method's, which may say something else."""
+    out = []
+    for klass in public_classes():
+        for n, value in vars(klass).items():
+            fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+            if n.startswith("_") or not inspect.isfunction(fn):
+                continue
+            if not (fn.__doc__ or "").strip():
+                out.append(f"{klass.__module__}.{klass.__qualname__}.{n}")
+    return sorted(out)
+
+
 def main(argv: list[str]) -> None:
     listing = "--undocumented" in argv
     argv = [a for a in argv if a != "--undocumented"]
     path = Path(argv[0]) if argv else Path(__file__).with_name("api.md")
     rows = entries()
     path.write_text(render(rows))
+    methods = undocumented_methods()
+    for method in methods if listing else []:
+        print(f"  {method}")
+    print(f"{len(public_classes())} public classes, {len(methods)} of their public methods without a docstring")
     missing = undocumented(rows)
     for entry in missing if listing else []:
         print(f"  {entry}")

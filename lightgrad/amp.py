@@ -219,27 +219,35 @@ class GradScaler:
         self._per_optimizer = {}
 
     def get_scale(self) -> float:
+        """The current scale factor (1.0 when the scaler is disabled)."""
         return float(self._scale_tensor().item()) if self._enabled else 1.0
 
     def is_enabled(self) -> bool:
+        """Whether the scaler scales at all."""
         return self._enabled
 
     def get_growth_factor(self) -> float:
+        """The factor the scale grows by after ``growth_interval`` steps without inf/NaN."""
         return self._growth_factor
 
     def set_growth_factor(self, new_factor: float) -> None:
+        """Set the factor the scale grows by."""
         self._growth_factor = new_factor
 
     def get_backoff_factor(self) -> float:
+        """The factor the scale is multiplied by when a step finds inf/NaN gradients."""
         return self._backoff_factor
 
     def set_backoff_factor(self, new_factor: float) -> None:
+        """Set the factor the scale backs off by."""
         self._backoff_factor = new_factor
 
     def get_growth_interval(self) -> int:
+        """How many consecutive steps without inf/NaN make the scale grow."""
         return self._growth_interval
 
     def set_growth_interval(self, new_interval: int) -> None:
+        """Set how many clean steps make the scale grow."""
         self._growth_interval = new_interval
 
     def state_dict(self) -> dict[str, Any]:
@@ -251,6 +259,7 @@ class GradScaler:
                 "_growth_tracker": self._growth_tracker}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scale and its growth settings from ``state_dict()``'s output."""
         if not self._enabled:
             return
         if len(state_dict) == 0:

@@ -73,9 +73,11 @@ class amp:
 
     @staticmethod
     def autocast(enabled: bool = True, dtype: Any = None, cache_enabled: bool = True) -> _amp.autocast:
+        """``torch.cuda.amp.autocast``: autocast for device type 'cuda' (so off here)."""
         return _amp.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
     @staticmethod
     def GradScaler(init_scale: float = 2.0 ** 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,  # noqa: N802
                    growth_interval: int = 2000, enabled: bool = True) -> _amp.GradScaler:
+        """``torch.cuda.amp.GradScaler``: a scaler for device type 'cuda' (so disabled here)."""
         return _amp.GradScaler("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)

@@ -89,10 +89,12 @@ class MNIST(Dataset[tuple[Any, Any]]):
 
     @property
     def raw_folder(self) -> str:
+        """The folder the downloaded raw files live in: ``root/<class name>/raw``."""
         return os.path.join(self.root, type(self).__name__, "raw")
 
     @property
     def class_to_idx(self) -> dict[str, int]:
+        """Each class name's label."""
         return {c: i for i, c in enumerate(self.classes)}
 
     def _find(self, names: tuple[str, ...], download: bool) -> list[str]:

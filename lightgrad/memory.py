@@ -111,6 +111,7 @@ class Arena:
 
     @property
     def used(self) -> int:
+        """Bytes the arena has handed out so far."""
         return self._used_before + self._offset
 
     def empty(self, shape: tuple[int, ...], dt: Any) -> np.ndarray:

@@ -168,26 +168,32 @@ class FunctionEvent(_TimesMixin):
 
     @property
     def key(self) -> str:
+        """The name ``key_averages`` groups events by."""
         return self.name
 
     @property
     def is_user_annotation(self) -> bool:
+        """Whether the event is a ``record_function`` range rather than an op."""
         return self.cat == "user_annotation"
 
     @property
     def cpu_time_total(self) -> float:  # type: ignore[override]
+        """The event's duration in microseconds, its children included."""
         return (self.end_ns - self.start_ns) / 1e3
 
     @property
     def self_cpu_time_total(self) -> float:  # type: ignore[override]
+        """The event's duration in microseconds less its children's."""
         return self.cpu_time_total - sum(c.cpu_time_total for c in self.cpu_children)
 
     @property
     def cpu_memory_usage(self) -> int:
+        """Bytes allocated by the event and its children."""
         return self.self_cpu_memory_usage + sum(c.cpu_memory_usage for c in self.cpu_children)
 
     @property
     def time_range(self) -> _Interval:
+        """The event's start and end, in microseconds since profiling began."""
         return _Interval((self.start_ns - self.base_ns) / 1e3, (self.end_ns - self.base_ns) / 1e3)
 
     def __repr__(self) -> str:

@@ -51,6 +51,7 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
+        """The seed this generator was last seeded with."""
         return self._engine.initial_seed()
 
     def get_state(self) -> Tensor:

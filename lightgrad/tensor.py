@@ -67,6 +67,7 @@ class Size(tuple):
     """A shape, as ``torch.Size``: a tuple with ``numel()``; sums and repeats stay Sizes."""
 
     def numel(self) -> builtins.int:
+        """How many elements a tensor of this shape holds: the product of the sizes."""
         return math.prod(self)
 
     def __add__(self, other: Any) -> Any:
@@ -833,6 +834,8 @@ class Tensor(ElementwiseMixin, ReduceMixin, ShapeMixin, IndexMixin, SortMixin, L
         graph = _enabled.get() and (self.requires_grad or any(isinstance(o, Tensor) and o.requires_grad for o in others))
         if graph and self.requires_grad and self._grad_fn is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+        if graph and self._grad_fn is not None and self._grad_fn.forbids_inplace:
+            raise RuntimeError(self._grad_fn.forbids_inplace)
         view = _view_link(self) if graph else None
         if view is not None:
             self._view = view  # (kept: after this op, self's place in the graph no longer says it)

@@ -299,3 +299,15 @@ def test_hooks_make_a_compiled_step_run_eagerly() -> None:
         step(lg.ones(2, 3))
     step(lg.ones(2, 3))
     assert len(calls) >= 2  # the hook ran on every call, not only while tracing
+
+
+def test_in_place_ops_on_a_backward_hooked_modules_output_are_refused() -> None:
+    for lib in LIBS:
+        m = lib.nn.ReLU()
+        m.register_full_backward_hook(lambda *a: None)
+        y = m(lib.ones(2, requires_grad=True))
+        with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction is a view and is being modified"):
+            y.add_(1)
+        z = m(lib.ones(2, requires_grad=True)).clone()
+        z.add_(1)  # a clone is the fix PyTorch's message gives
+        z.sum().backward()

@@ -47,6 +47,7 @@ class FunctionCtx:
             self._to_save = tuple((t, None, None if t is None else t._version[0]) for t in tensors)
 
     def save_for_forward(self, *tensors: Tensor | None) -> None:
+        """Keep tensors for the forward-mode ``jvp`` to use."""
         self.saved_for_forward = tensors
 
     @property
@@ -80,6 +81,7 @@ class FunctionCtx:
         self.materialize_grads = value
 
     def name(self) -> str:
+        """The node's name, as ``grad_fn`` reprs show it (its class name)."""
         return type(self).__name__
 
 
@@ -91,9 +93,11 @@ class BackwardCFunction(MultiOutput, FunctionCtx):
     single = False  # one Tensor output: the node is its grad_fn (no slots)
 
     def forward(self) -> None:  # pragma: no cover - the user's forward runs in apply
+        """Never called: the user's forward runs inside ``Function.apply``."""
         raise NotImplementedError
 
     def backward_all(self, grads: list[Any]) -> tuple[Any, ...]:
+        """Call the user's ``backward`` with every output's gradient and check what it returns."""
         wrap = not any(isinstance(g, Tensor) for g in grads)  # (create_graph passes Tensors)
         gs = []
         for g, meta in zip(grads, self.outputs_meta):
@@ -121,11 +125,13 @@ class BackwardCFunction(MultiOutput, FunctionCtx):
         return tuple(out)
 
     def backward(self, g: Any) -> tuple[Any, ...]:
+        """The inputs' gradients from the output gradient ``g``, through the user's ``backward``."""
         if self.single:  # one output: the node is its grad_fn, g its gradient
             return self.backward_all([g])
         return super().backward(g)
 
     def name(self) -> str:
+        """``<Function>Backward``: the node's name in ``grad_fn`` reprs."""
         return self.fn.__name__ + "Backward"
 
 
@@ -154,14 +160,17 @@ class Function:
 
     @staticmethod
     def forward(*args: Any, **kwargs: Any) -> Any:
+        """Override: compute the outputs from the inputs (``ctx`` first unless ``setup_context`` is defined)."""
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
 
     @staticmethod
     def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> Any:
+        """Override to save what backward needs from ``inputs`` and ``output``, for a ctx-free forward."""
         raise NotImplementedError("setup_context is not implemented.")
 
     @staticmethod
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
+        """Override: the inputs' gradients, given ``ctx`` and the outputs' gradients (also ``vjp``)."""
         raise NotImplementedError("You must implement either the backward or vjp method for your custom "
                                   "autograd.Function to use it with backward mode AD.")
 
@@ -169,6 +178,7 @@ class Function:
 
     @staticmethod
     def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """Override for forward mode: the outputs' tangents, given ``ctx`` and the inputs' tangents."""
         raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
                                   "with forward mode AD.")
 

@@ -154,6 +154,7 @@ class Work:
         self._done = True
 
     def is_success(self) -> bool:
+        """Whether the operation finished without error (here: whether it has completed)."""
         return self.is_completed()
 
 

@@ -36,6 +36,7 @@ class Bernoulli(ExponentialFamily):
         super().__init__(Size(()) if is_scalar else self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Bernoulli:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(Bernoulli, _instance)
         batch_shape = _size(batch_shape)
         if "probs" in self.__dict__:
@@ -58,36 +59,44 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.size()
 
     @property
     def mean(self) -> Tensor:
+        """``probs``."""
         return self.probs
 
     @property
     def mode(self) -> Tensor:
+        """1 where ``probs`` > 0.5, 0 below, NaN at exactly 0.5."""
         mode = (self.probs >= 0.5).to(self.probs.dtype)
         return mode.masked_fill(self.probs == 0.5, math.nan)
 
     @property
     def variance(self) -> Tensor:
+        """``probs * (1 - probs)``."""
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape``, without gradient."""
         shape = self._extended_shape(sample_shape)
         with lg.no_grad():
             probs = self.probs.expand(shape)
             return (_u._uniform(shape, probs.dtype) < probs).to(probs.dtype)
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
         return -binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of the support along a new first dim (broadcast to the batch shape when ``expand``)."""
         values = lg.arange(2, dtype=self._param.dtype).reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

@@ -39,6 +39,7 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Categorical:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(Categorical, _instance)
         batch_shape = _size(batch_shape)
         param_shape = tuple(batch_shape) + (self._num_events,)
@@ -55,6 +56,7 @@ class Categorical(Distribution):
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self) -> Any:
+        """Integers in ``[0, num_categories)``."""
         return constraints.integer_interval(0, self._num_events - 1)
 
     @lazy_property
@@ -67,22 +69,27 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor: the batch shape plus the categories."""
         return self._param.size()
 
     @property
     def mean(self) -> Tensor:
+        """NaN: categories have no mean."""
         return lg.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     @property
     def mode(self) -> Tensor:
+        """The most probable category."""
         return self.probs.argmax(dim=-1)
 
     @property
     def variance(self) -> Tensor:
+        """NaN: categories have no variance."""
         return lg.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
         # PyTorch's draws: multinomial with replacement, one row per batch entry, samples along it
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape``, without gradient."""
         shape = tuple(self._extended_shape(sample_shape))
         n = math.prod(tuple(sample_shape))
         with lg.no_grad():
@@ -90,6 +97,7 @@ class Categorical(Distribution):
             return lg.multinomial(rows, n, True).T.reshape(shape)
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
@@ -99,9 +107,11 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         logits = self.logits.clamp(min=_u._min(self.logits.dtype))  # -inf logits (p = 0) add 0, not nan
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of the support along a new first dim (broadcast to the batch shape when ``expand``)."""
         values = lg.arange(self._num_events, dtype=lg.long).reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

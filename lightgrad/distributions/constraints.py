@@ -26,6 +26,7 @@ class Constraint:
     event_dim = 0
 
     def check(self, value: Tensor) -> Tensor:
+        """A bool tensor: whether each event of ``value`` lies in the region (each constraint defines it)."""
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -41,12 +42,14 @@ class _Dependent(Constraint):
 
     @property
     def is_discrete(self) -> bool:  # type: ignore[override]
+        """Whether the values are discrete, when it was given (else NotImplementedError)."""
         if self._is_discrete is NotImplemented:
             raise NotImplementedError(".is_discrete cannot be determined statically")
         return bool(self._is_discrete)
 
     @property
     def event_dim(self) -> int:  # type: ignore[override]
+        """How many rightmost dims form one event, when it was given (else NotImplementedError)."""
         if self._event_dim is NotImplemented:
             raise NotImplementedError(".event_dim cannot be determined statically")
         return int(self._event_dim)
@@ -59,6 +62,7 @@ class _Dependent(Constraint):
         return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
 
     def check(self, value: Tensor) -> Tensor:
+        """Raises ValueError: a dependent constraint cannot be checked on its own."""
         raise ValueError("Cannot determine validity of dependent constraint")
 
 
@@ -90,13 +94,16 @@ class _IndependentConstraint(Constraint):
 
     @property
     def is_discrete(self) -> bool:  # type: ignore[override]
+        """Whether the base constraint is discrete."""
         return self.base_constraint.is_discrete
 
     @property
     def event_dim(self) -> int:  # type: ignore[override]
+        """The base constraint's event dims plus the reinterpreted ones."""
         return self.base_constraint.event_dim + self.reinterpreted_batch_ndims
 
     def check(self, value: Tensor) -> Tensor:
+        """The base check, all-reduced over the reinterpreted dims."""
         result = self.base_constraint.check(value)
         if result.dim() < self.reinterpreted_batch_ndims:
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
@@ -112,6 +119,7 @@ class _Boolean(Constraint):
     is_discrete = True
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is 0 or 1."""
         return (value == 0) | (value == 1)
 
 
@@ -120,17 +128,21 @@ class _OneHot(Constraint):
     event_dim = 1
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each vector along the last dim is one-hot."""
         is_boolean = (value == 0) | (value == 1)
         return is_boolean.all(-1) & value.sum(-1).eq(1)
 
 
 class _IntegerInterval(Constraint):
+    """The integers in ``[lower_bound, upper_bound]``."""
+
     is_discrete = True
 
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is a whole number in ``[lower_bound, upper_bound]``."""
         inside = (value >= self.lower_bound) & (value <= self.upper_bound)
         return inside & (value % 1 == 0) if value.is_floating_point() else inside
 
@@ -145,6 +157,7 @@ class _IntegerGreaterThan(Constraint):
         self.lower_bound = lower_bound
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is a whole number of at least ``lower_bound``."""
         inside = value >= self.lower_bound
         return inside & (value % 1 == 0) if value.is_floating_point() else inside
 
@@ -154,14 +167,18 @@ class _IntegerGreaterThan(Constraint):
 
 class _Real(Constraint):
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is a real number: not NaN."""
         return value == value  # False only for NaN
 
 
 class _GreaterThan(Constraint):
+    """The reals above ``lower_bound``."""
+
     def __init__(self, lower_bound: Any) -> None:
         self.lower_bound = lower_bound
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is above ``lower_bound``."""
         return self.lower_bound < value
 
     def __repr__(self) -> str:
@@ -169,15 +186,21 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(_GreaterThan):
+    """The reals at or above ``lower_bound``."""
+
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is at least ``lower_bound``."""
         return self.lower_bound <= value
 
 
 class _LessThan(Constraint):
+    """The reals below ``upper_bound``."""
+
     def __init__(self, upper_bound: Any) -> None:
         self.upper_bound = upper_bound
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value is below ``upper_bound``."""
         return value < self.upper_bound
 
     def __repr__(self) -> str:
@@ -185,10 +208,13 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """The closed interval ``[lower_bound, upper_bound]``."""
+
     def __init__(self, lower_bound: Any, upper_bound: Any) -> None:
         self.lower_bound, self.upper_bound = lower_bound, upper_bound
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value lies in ``[lower_bound, upper_bound]``."""
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
@@ -196,7 +222,10 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(_Interval):
+    """The half-open interval ``[lower_bound, upper_bound)``."""
+
     def check(self, value: Tensor) -> Tensor:
+        """Whether each value lies in ``[lower_bound, upper_bound)``."""
         return (self.lower_bound <= value) & (value < self.upper_bound)
 
 
@@ -204,6 +233,7 @@ class _Simplex(Constraint):
     event_dim = 1
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each vector along the last dim is non-negative and sums to 1."""
         return (value >= 0).all(-1) & ((value.sum(-1) - 1).abs() < 1e-6)
 
 
@@ -211,6 +241,7 @@ class _LowerTriangular(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each matrix is lower triangular."""
         return (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
 
 
@@ -218,6 +249,7 @@ class _LowerCholesky(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each matrix is lower triangular with a positive diagonal."""
         lower = (value.tril() == value).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
@@ -226,6 +258,7 @@ class _Symmetric(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
+        """Whether each matrix is square and symmetric (within 1e-6)."""
         if value.dim() < 2 or value.shape[-1] != value.shape[-2]:
             return lg.zeros(tuple(value.shape[:-2]), dtype=lg.bool)
         return value.isclose(value.mT, atol=1e-6).reshape(tuple(value.shape[:-2]) + (-1,)).all(-1)
@@ -233,6 +266,7 @@ class _Symmetric(Constraint):
 
 class _PositiveDefinite(_Symmetric):
     def check(self, value: Tensor) -> Tensor:
+        """Whether each matrix is symmetric with a Cholesky factor: positive definite."""
         sym = super().check(value)
         if not bool(sym.all()):
             return sym

@@ -76,18 +76,22 @@ class Distribution:
 
     @property
     def mean(self) -> Tensor:
+        """The distribution's mean (each distribution defines it)."""
         raise NotImplementedError(f"{self.__class__} does not implement mean")
 
     @property
     def mode(self) -> Tensor:
+        """The distribution's mode (each distribution defines it)."""
         raise NotImplementedError(f"{self.__class__} does not implement mode")
 
     @property
     def variance(self) -> Tensor:
+        """The distribution's variance (each distribution defines it)."""
         raise NotImplementedError(f"{self.__class__} does not implement variance")
 
     @property
     def stddev(self) -> Tensor:
+        """The standard deviation: the square root of ``variance``."""
         return self.variance.sqrt()
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
@@ -100,6 +104,7 @@ class Distribution:
         raise NotImplementedError
 
     def sample_n(self, n: int) -> Tensor:
+        """Deprecated spelling of ``sample((n,))``."""
         warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead", UserWarning, stacklevel=2)
         return self.sample(Size((n,)))
 
@@ -108,18 +113,23 @@ class Distribution:
         raise NotImplementedError
 
     def cdf(self, value: Tensor) -> Tensor:
+        """The cumulative distribution function at ``value`` (where the distribution defines one)."""
         raise NotImplementedError
 
     def icdf(self, value: Tensor) -> Tensor:
+        """The inverse CDF at probability ``value`` (where the distribution defines one)."""
         raise NotImplementedError
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of a discrete support along a new first dim (where defined)."""
         raise NotImplementedError
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element (where the distribution defines it)."""
         raise NotImplementedError
 
     def perplexity(self) -> Tensor:
+        """``exp(entropy())``."""
         return self.entropy().exp()
 
     def _extended_shape(self, sample_shape: Any = Size(())) -> Size:

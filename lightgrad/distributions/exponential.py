@@ -24,41 +24,51 @@ class Exponential(ExponentialFamily):
         super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Exponential:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         return self._expanded(Exponential, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:
+        """``1 / rate``."""
         return self.rate.reciprocal()
 
     @property
     def mode(self) -> Tensor:
+        """0."""
         return lg.zeros_like(self.rate)
 
     @property
     def stddev(self) -> Tensor:
+        """``1 / rate``."""
         return self.rate.reciprocal()
 
     @property
     def variance(self) -> Tensor:
+        """``rate ** -2``."""
         return self.rate.pow(-2)
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
         # PyTorch's draws: exponential_() samples, scaled by the rate (the gradient flows through 1 / rate)
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape`` that carry gradients to the parameters."""
         eps = lg.empty(tuple(self._extended_shape(sample_shape)), dtype=self.rate.dtype).exponential_()
         return eps / self.rate
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         return self.rate.log() - self.rate * value
 
     def cdf(self, value: Tensor) -> Tensor:
+        """The cumulative distribution function at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         return 1 - (-self.rate * value).exp()
 
     def icdf(self, value: Tensor) -> Tensor:
+        """The inverse CDF (the quantile function) at probability ``value``."""
         return -(-value).log1p() / self.rate
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         return 1.0 - self.rate.log()

@@ -38,12 +38,14 @@ class Gumbel(TransformedDistribution):
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Gumbel:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(Gumbel, _instance)
         new.loc = self.loc.expand(batch_shape)
         new.scale = self.scale.expand(batch_shape)
         return super().expand(batch_shape, _instance=new)  # type: ignore[return-value]
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         y = (self.loc - value) / self.scale
@@ -51,19 +53,24 @@ class Gumbel(TransformedDistribution):
 
     @property
     def mean(self) -> Tensor:
+        """``loc + scale * euler_gamma``."""
         return self.loc + self.scale * _EULER_GAMMA
 
     @property
     def mode(self) -> Tensor:
+        """``loc``."""
         return self.loc
 
     @property
     def stddev(self) -> Tensor:
+        """``scale * pi / sqrt(6)``."""
         return (math.pi / math.sqrt(6)) * self.scale
 
     @property
     def variance(self) -> Tensor:
+        """``(scale * pi) ** 2 / 6``."""
         return self.stddev.pow(2)
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         return self.scale.log() + (1 + _EULER_GAMMA)

@@ -29,6 +29,7 @@ class Independent(Distribution):
         super().__init__(shape[:len(shape) - event_dim], shape[len(shape) - event_dim:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Independent:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(Independent, _instance)
         batch_shape = _size(batch_shape)
         base_shape = tuple(batch_shape) + tuple(self.event_shape[:self.reinterpreted_batch_ndims])
@@ -40,14 +41,17 @@ class Independent(Distribution):
 
     @property
     def has_rsample(self) -> bool:  # type: ignore[override]
+        """Whether the base distribution can ``rsample``."""
         return self.base_dist.has_rsample
 
     @property
     def has_enumerate_support(self) -> bool:  # type: ignore[override]
+        """Whether the support can be enumerated: the base's, and no dims reinterpreted."""
         return False if self.reinterpreted_batch_ndims > 0 else self.base_dist.has_enumerate_support
 
     @constraints.dependent_property
     def support(self) -> Any:
+        """The base's support with the reinterpreted dims made part of the event."""
         result = self.base_dist.support
         if self.reinterpreted_batch_ndims:
             result = constraints.independent(result, self.reinterpreted_batch_ndims)
@@ -55,29 +59,37 @@ class Independent(Distribution):
 
     @property
     def mean(self) -> Tensor:
+        """The base distribution's mean."""
         return self.base_dist.mean
 
     @property
     def mode(self) -> Tensor:
+        """The base distribution's mode."""
         return self.base_dist.mode
 
     @property
     def variance(self) -> Tensor:
+        """The base distribution's variance."""
         return self.base_dist.variance
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape``, without gradient."""
         return self.base_dist.sample(sample_shape)
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape`` that carry gradients to the parameters."""
         return self.base_dist.rsample(sample_shape)
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The base's log-probability summed over the reinterpreted dims."""
         return _sum_rightmost(self.base_dist.log_prob(value), self.reinterpreted_batch_ndims)
 
     def entropy(self) -> Tensor:
+        """The base's entropy summed over the reinterpreted dims."""
         return _sum_rightmost(self.base_dist.entropy(), self.reinterpreted_batch_ndims)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Every value of the support along a new first dim (broadcast to the batch shape when ``expand``)."""
         if self.reinterpreted_batch_ndims > 0:
             raise NotImplementedError("Enumeration over cartesian product is not implemented")
         return self.base_dist.enumerate_support(expand=expand)

@@ -82,6 +82,7 @@ class MultivariateNormal(Distribution):
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> MultivariateNormal:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(MultivariateNormal, _instance)
         batch_shape = _size(batch_shape)
         loc_shape = tuple(batch_shape) + tuple(self.event_shape)
@@ -114,17 +115,21 @@ class MultivariateNormal(Distribution):
 
     @property
     def mean(self) -> Tensor:
+        """``loc``."""
         return self.loc
 
     @property
     def mode(self) -> Tensor:
+        """``loc``."""
         return self.loc
 
     @property
     def variance(self) -> Tensor:
+        """The diagonal of the covariance matrix."""
         return self._unbroadcasted_scale_tril.pow(2).sum(-1).expand(tuple(self._batch_shape + self._event_shape))
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape`` that carry gradients to the parameters."""
         eps = _u._standard_normal(self._extended_shape(sample_shape), self.loc.dtype)
         return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
 
@@ -132,11 +137,13 @@ class MultivariateNormal(Distribution):
         return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         M = _batch_mahalanobis(self._unbroadcasted_scale_tril, value - self.loc)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M) - self._half_log_det()
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
         return H if len(self._batch_shape) == 0 else H.expand(tuple(self._batch_shape))

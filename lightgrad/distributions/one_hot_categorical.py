@@ -26,6 +26,7 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> OneHotCategorical:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(OneHotCategorical, _instance)
         batch_shape = _size(batch_shape)
         new._categorical = self._categorical.expand(batch_shape)
@@ -39,27 +40,33 @@ class OneHotCategorical(Distribution):
 
     @property
     def probs(self) -> Tensor:
+        """The categories' probabilities."""
         return self._categorical.probs
 
     @property
     def logits(self) -> Tensor:
+        """The categories' log-probabilities (normalized)."""
         return self._categorical.logits
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor: the batch shape plus the categories."""
         return self._categorical.param_shape
 
     @property
     def mean(self) -> Tensor:
+        """``probs``."""
         return self._categorical.probs
 
     @property
     def mode(self) -> Tensor:
+        """The one-hot vector of the most probable category."""
         probs = self._categorical.probs
         return self._one_hot(probs.argmax(dim=-1), probs)
 
     @property
     def variance(self) -> Tensor:
+        """``probs * (1 - probs)``."""
         return self._categorical.probs * (1 - self._categorical.probs)
 
     def _one_hot(self, indices: Tensor, like: Tensor) -> Tensor:
@@ -67,17 +74,21 @@ class OneHotCategorical(Distribution):
         return (indices.unsqueeze(-1) == lg.arange(n)).to(like.dtype)
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw one-hot samples of shape ``sample_shape + batch_shape + (num_categories,)``, without gradient."""
         return self._one_hot(self._categorical.sample(sample_shape), self._categorical.probs)
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         return self._categorical.log_prob(value.max(-1)[1])
 
     def entropy(self) -> Tensor:
+        """The entropy, per batch element."""
         return self._categorical.entropy()
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
+        """Each category's one-hot vector along a new first dim (broadcast to the batch shape when ``expand``)."""
         n = self.event_shape[0]
         values = lg.eye(n, dtype=self._param.dtype).reshape((n,) + (1,) * len(self.batch_shape) + (n,))
         return values.expand((n,) + tuple(self.batch_shape) + (n,)) if expand else values

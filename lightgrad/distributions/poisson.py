@@ -23,26 +23,32 @@ class Poisson(ExponentialFamily):
         super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Poisson:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         return self._expanded(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:
+        """``rate``."""
         return self.rate
 
     @property
     def mode(self) -> Tensor:
+        """``floor(rate)``."""
         return self.rate.floor()
 
     @property
     def variance(self) -> Tensor:
+        """``rate``."""
         return self.rate
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Draw samples of shape ``sample_shape + batch_shape + event_shape``, without gradient."""
         shape = tuple(self._extended_shape(sample_shape))
         # torch.poisson's sampler and draws, from the global generator (floats, as torch's)
         return _random.poisson(self.rate.detach().expand(shape))
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The log of the density (or mass) at ``value``."""
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)

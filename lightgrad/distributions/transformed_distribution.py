@@ -50,6 +50,7 @@ class TransformedDistribution(Distribution):
         super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> TransformedDistribution:
+        """A distribution of this kind with its parameters broadcast to ``batch_shape``."""
         new = self._get_checked_instance(TransformedDistribution, _instance)
         batch_shape = _size(batch_shape)
         shape: Any = batch_shape + self.event_shape
@@ -63,6 +64,7 @@ class TransformedDistribution(Distribution):
 
     @constraints.dependent_property(is_discrete=False)
     def support(self) -> Any:
+        """The last transform's codomain (the base's support when there are no transforms)."""
         if not self.transforms:
             return self.base_dist.support
         support = self.transforms[-1].codomain
@@ -72,9 +74,11 @@ class TransformedDistribution(Distribution):
 
     @property
     def has_rsample(self) -> bool:  # type: ignore[override]
+        """Whether the base distribution can ``rsample``."""
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Base samples pushed through the transforms, without gradient."""
         with lg.no_grad():
             x = self.base_dist.sample(sample_shape)
             for transform in self.transforms:
@@ -82,12 +86,14 @@ class TransformedDistribution(Distribution):
             return x
 
     def rsample(self, sample_shape: Any = Size(())) -> Tensor:
+        """Reparameterized base samples pushed through the transforms."""
         x = self.base_dist.rsample(sample_shape)
         for transform in self.transforms:
             x = transform(x)
         return x
 
     def log_prob(self, value: Tensor) -> Tensor:
+        """The base's log-density at the inverted value minus the transforms' log-abs-det-Jacobians."""
         if self._validate_args:
             self._validate_sample(value)
         event_dim = len(self.event_shape)
@@ -111,6 +117,7 @@ class TransformedDistribution(Distribution):
         return sign * (value - 0.5) + 0.5  # type: ignore[no-any-return]
 
     def cdf(self, value: Tensor) -> Tensor:
+        """The base's CDF at the inverted value (flipped where the transforms decrease)."""
         for transform in self.transforms[::-1]:
             value = transform.inv(value)
         if self._validate_args:
@@ -118,6 +125,7 @@ class TransformedDistribution(Distribution):
         return self._monotonize_cdf(self.base_dist.cdf(value))
 
     def icdf(self, value: Tensor) -> Tensor:
+        """The base's quantile pushed through the transforms (flipped where they decrease)."""
         value = self.base_dist.icdf(self._monotonize_cdf(value))
         for transform in self.transforms:
             value = transform(value)

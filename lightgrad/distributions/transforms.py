@@ -65,6 +65,7 @@ class Transform:
         raise NotImplementedError
 
     def with_cache(self, cache_size: int = 1) -> Transform:
+        """This transform with a cache of ``cache_size`` (0 or 1) entries, which inverts its last output for free."""
         if self._cache_size == cache_size:
             return self
         if type(self).__init__ is Transform.__init__:
@@ -191,6 +192,7 @@ class ComposeTransform(Transform):
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The first part's domain, over as many event dims as the whole chain needs."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -205,6 +207,7 @@ class ComposeTransform(Transform):
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The last part's codomain, over as many event dims as the chain produces."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -218,10 +221,12 @@ class ComposeTransform(Transform):
 
     @property
     def bijective(self) -> bool:  # type: ignore[override]
+        """Whether every part is bijective."""
         return all(p.bijective for p in self.parts)
 
     @property
     def sign(self) -> Any:
+        """The product of the parts' signs: +1 for an increasing chain, -1 for a decreasing one."""
         sign: Any = 1
         for p in self.parts:
             sign = sign * p.sign
@@ -229,6 +234,7 @@ class ComposeTransform(Transform):
 
     @property
     def inv(self) -> Transform:
+        """The inverse chain: each part's inverse, in reverse order (each refers to the other)."""
         inv = self._inv() if self._inv is not None else None
         if inv is None:
             inv = ComposeTransform([p.inv for p in reversed(self.parts)])
@@ -237,6 +243,7 @@ class ComposeTransform(Transform):
         return inv
 
     def with_cache(self, cache_size: int = 1) -> Transform:
+        """This transform with a cache of ``cache_size`` (0 or 1) entries, which inverts its last output for free."""
         if self._cache_size == cache_size:
             return self
         return ComposeTransform(self.parts, cache_size=cache_size)
@@ -247,6 +254,7 @@ class ComposeTransform(Transform):
         return x
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """log |dy/dx| of the chain: the parts' terms summed, over event dims as needed."""
         if not self.parts:
             return lg.zeros_like(x)
         xs = [x]
@@ -262,11 +270,13 @@ class ComposeTransform(Transform):
         return result  # type: ignore[no-any-return]
 
     def forward_shape(self, shape: Any) -> Any:
+        """The output shape for an input of ``shape``."""
         for part in self.parts:
             shape = part.forward_shape(shape)
         return shape
 
     def inverse_shape(self, shape: Any) -> Any:
+        """The input shape for an output of ``shape``."""
         for part in reversed(self.parts):
             shape = part.inverse_shape(shape)
         return shape
@@ -299,6 +309,7 @@ class ExpTransform(Transform):
         return y.log()
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """log |dy/dx| of ``exp``: ``x`` itself."""
         return x
 
 
@@ -325,6 +336,7 @@ class SigmoidTransform(Transform):
         return y.log() - (-y).log1p()
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """log |dy/dx| of the sigmoid: ``-softplus(-x) - softplus(x)``."""
         return -softplus(-x) - softplus(x)
 
 
@@ -349,6 +361,7 @@ class TanhTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         # log(1 - tanh(x)^2) written through softplus: stable where tanh(x) rounds to +-1
+        """log |dy/dx| of tanh: ``log(1 - tanh(x) ** 2)``, in a form stable for large ``x``."""
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
@@ -366,19 +379,23 @@ class AffineTransform(Transform):
 
     @property
     def event_dim(self) -> int:
+        """How many rightmost dims form one event."""
         return self._event_dim
 
     @property
     def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The reals, over ``event_dim`` dims."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @property
     def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        """The reals, over ``event_dim`` dims."""
         return self.domain
 
     def with_cache(self, cache_size: int = 1) -> Transform:
+        """This transform with a cache of ``cache_size`` (0 or 1) entries, which inverts its last output for free."""
         if self._cache_size == cache_size:
             return self
         return AffineTransform(self.loc, self.scale, self.event_dim, cache_size=cache_size)
@@ -398,6 +415,7 @@ class AffineTransform(Transform):
 
     @property
     def sign(self) -> Any:
+        """The sign of ``scale``."""
         scale: Any = self.scale
         if not isinstance(scale, Tensor):  # a Python number
             return 1 if float(scale) > 0 else -1 if float(scale) < 0 else 0
@@ -410,6 +428,7 @@ class AffineTransform(Transform):
         return (y - self.loc) / self.scale
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        """``log |scale|`` broadcast to ``x``, summed over the event dims."""
         shape = tuple(x.shape)
         scale: Any = self.scale
         if not isinstance(scale, Tensor):  # a Python number
@@ -422,10 +441,12 @@ class AffineTransform(Transform):
         return result.expand(shape)
 
     def forward_shape(self, shape: Any) -> Any:
+        """``shape`` broadcast with the shapes of ``loc`` and ``scale``."""
         return Size(lg.broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())),
                                         tuple(getattr(self.scale, "shape", ()))))
 
     def inverse_shape(self, shape: Any) -> Any:
+        """``shape`` broadcast with the shapes of ``loc`` and ``scale``."""
         return self.forward_shape(shape)
 
     def __repr__(self) -> str:

@@ -46,6 +46,9 @@ class Function:
     out_version: list[int]
     retained: Any = None  # the output tensor, when it asked retain_grad()
     hooks: Any = None  # the output tensor's register_hook hooks (an OrderedDict), run on its gradient
+    # PyTorch's error for an in-place op on this node's output, where it forbids one (the outputs of a
+    # module's backward-hook identity), or None
+    forbids_inplace: str | None = None
     # its backward runs once the walk is over, every leaf's .grad in place (gradients that add to an
     # existing .grad land only then: engine._walk); it gives its inputs no gradient (DDP's reduction)
     runs_last = False
@@ -69,13 +72,16 @@ class Function:
     complex_grad: Any = False
 
     def forward(self, *args: Any, **kw: Any) -> Any:
+        """The op's output arrays from its input arrays (every primitive overrides it)."""
         raise NotImplementedError  # pragma: no cover - every primitive overrides it
 
     def backward(self, g: Any) -> tuple[Any, ...]:
+        """The inputs' gradients from the output's gradient ``g`` (every primitive overrides it)."""
         raise NotImplementedError  # pragma: no cover
 
     @classmethod
     def apply(cls, *args: Any, **kw: Any) -> Any:
+        """Run the op on tensors, recording a graph node when an input requires a gradient."""
         ctx = cls()
         raw = []
         edges = []
@@ -148,6 +154,7 @@ class Function:
         return self.edges[i] is not None
 
     def name(self) -> str:
+        """The node's name in ``grad_fn`` reprs: ``<Op>Backward0``, as PyTorch names it."""
         return type(self).__name__ + "Backward0"
 
     def __repr__(self) -> str:
@@ -155,6 +162,7 @@ class Function:
 
     @property
     def next_functions(self) -> tuple[tuple[Any, int], ...]:
+        """Each input's node (a leaf's as ``AccumulateGrad``) paired with 0, as ``grad_fn.next_functions``."""
         return tuple((AccumulateGrad(e) if isinstance(e, Tensor) else e, 0) for e in self.edges)
 
 

@@ -267,6 +267,7 @@ class SliceGrad:
 
     @property
     def dtype(self) -> Any:
+        """The gradient's dtype: that of its parts."""
         return self.parts[0][1].dtype
 
     def plus(self, other: SliceGrad) -> SliceGrad:
@@ -276,6 +277,7 @@ class SliceGrad:
         return out
 
     def dense(self) -> Any:
+        """The gradient as one array: the parts written (or added) into an array of ``shape``."""
         if self._tiles():
             out = B.empty(self.shape, self.dtype)
             for index, value in self.parts:

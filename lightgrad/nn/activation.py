@@ -38,10 +38,12 @@ def _activation(name: str, fn: Callable[..., Tensor], *options: str,
             setattr(self, k, v)
 
     def forward(self: Module, input: Tensor) -> Tensor:
+        """Apply the activation to ``input`` with this module's options."""
         return fn(input, **{o: getattr(self, o) for o in options})
 
     def extra_repr(self: Module) -> str:
         # PyTorch's style: every option as name=value, except inplace, shown only when True
+        """The module's options as ``name=value`` for its repr (``inplace`` only when True)."""
         parts = [f"{o}={getattr(self, o)!r}" for o in options if o != "inplace"]
         if getattr(self, "inplace", False):
             parts.append("inplace=True")
@@ -55,6 +57,11 @@ def _activation(name: str, fn: Callable[..., Tensor], *options: str,
                                  "extra_repr": repr_fn or extra_repr, "__doc__": doc,
                                  "__module__": __name__, "__qualname__": name})
     return cls
+
+
+def _lambd_repr(module: Module) -> str:
+    """The repr of a shrink module: its ``lambd`` alone, as PyTorch shows it."""
+    return str(module.lambd)
 
 
 ReLU = _activation("ReLU", F.relu, "inplace")
@@ -75,8 +82,8 @@ Softplus = _activation("Softplus", F.softplus, "beta", "threshold")
 Softsign = _activation("Softsign", F.softsign)
 LogSigmoid = _activation("LogSigmoid", F.logsigmoid)
 Tanhshrink = _activation("Tanhshrink", F.tanhshrink)
-Softshrink = _activation("Softshrink", F.softshrink, "lambd", repr_fn=lambda m: str(m.lambd))
-Hardshrink = _activation("Hardshrink", F.hardshrink, "lambd", repr_fn=lambda m: str(m.lambd))
+Softshrink = _activation("Softshrink", F.softshrink, "lambd", repr_fn=_lambd_repr)
+Hardshrink = _activation("Hardshrink", F.hardshrink, "lambd", repr_fn=_lambd_repr)
 Threshold = _activation("Threshold", F.threshold, "threshold", "value", "inplace")
 GLU = _activation("GLU", F.glu, "dim")
 Softmax = _activation("Softmax", F.softmax, "dim")
@@ -87,6 +94,7 @@ class Softmax2d(Module):
     """Softmax over channels (dim -3) of (N, C, H, W) or (C, H, W) input."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Softmax over the channel dim (-3) of a 3-D or 4-D input."""
         if input.ndim not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D instead")
         return input.softmax(-3)
@@ -103,12 +111,15 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set every slope back to ``init``."""
         init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``max(0, x) + weight * min(0, x)``, the slope per channel or shared."""
         return F.prelu(input, self.weight)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"num_parameters={self.num_parameters}"
 
 
@@ -120,9 +131,11 @@ class RReLU(Module):
         self.lower, self.upper, self.inplace = lower, upper, inplace
 
     def forward(self, input: Tensor) -> Tensor:
+        """Leaky ReLU with a random slope in ``[lower, upper]`` while training, their mean in eval."""
         return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 

@@ -217,4 +217,5 @@ class MultiheadAttention(Module):
         return out, (w if batched else w.squeeze(0))
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return ""

@@ -32,6 +32,7 @@ class Identity(Module):
         super().__init__()
 
     def forward(self, input: Any) -> Any:
+        """Return ``input`` unchanged."""
         return input
 
 
@@ -43,9 +44,11 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, input: Tensor) -> Tensor:
+        """Flatten dims ``start_dim`` through ``end_dim`` into one."""
         return input.flatten(self.start_dim, self.end_dim)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
 
 
@@ -59,9 +62,11 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, unflattened_size
 
     def forward(self, input: Tensor) -> Tensor:
+        """Split dim ``dim`` into ``unflattened_size``."""
         return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
@@ -79,6 +84,7 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def forward(self, input: Any) -> Any:
+        """Feed ``input`` through each module in order and return the last output."""
         for module in self._modules.values():
             input = module(input)  # type: ignore[misc]
         return input
@@ -127,11 +133,13 @@ class Sequential(Module):
         return self
 
     def extend(self, sequential: Iterable[Module]) -> Sequential:
+        """Append each module of ``sequential``; returns self."""
         for m in sequential:
             self.append(m)
         return self
 
     def insert(self, index: int, module: Module) -> Sequential:
+        """Insert ``module`` before position ``index``; returns self."""
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
         n = len(self)
@@ -144,6 +152,7 @@ class Sequential(Module):
         return self
 
     def pop(self, key: int | slice) -> Module:
+        """Remove the module at ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
@@ -187,10 +196,12 @@ class ModuleList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, module: Module) -> ModuleList:
+        """Add ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules: Iterable[Module]) -> ModuleList:
+        """Add each module of ``modules`` at the end; returns self."""
         if not isinstance(modules, Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
         for m in modules:
@@ -198,6 +209,7 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
+        """Insert ``module`` before position ``index``."""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules = OrderedDict()  # type: ignore[misc]
@@ -205,11 +217,13 @@ class ModuleList(Module):
             self.append(m)  # type: ignore[arg-type]
 
     def pop(self, key: int | slice) -> Module:
+        """Remove the module at ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Not a layer: raises NotImplementedError (call the modules it holds)."""
         raise NotImplementedError("ModuleList is a container: call its modules, not the list")
 
     def __repr__(self) -> str:
@@ -256,23 +270,29 @@ class ModuleDict(Module):
         return key in self._modules
 
     def clear(self) -> None:
+        """Remove every module."""
         self._modules.clear()
 
     def pop(self, key: str) -> Module:
+        """Remove the module under ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def keys(self) -> Any:
+        """The names of the modules, in insertion order."""
         return self._modules.keys()
 
     def items(self) -> Any:
+        """The (name, module) pairs, in insertion order."""
         return self._modules.items()
 
     def values(self) -> Any:
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        """Add or replace modules from a mapping or from (name, module) pairs."""
         if isinstance(modules, Mapping):
             for k, m in modules.items():
                 self[k] = m
@@ -283,6 +303,7 @@ class ModuleDict(Module):
             self[item[0]] = item[1]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Not a layer: raises NotImplementedError (call the modules it holds)."""
         raise NotImplementedError("ModuleDict is a container: call its modules, not the dict")
 
 
@@ -328,11 +349,13 @@ class ParameterList(Module):
         return [k for k in super().__dir__() if not k.isdigit()]
 
     def append(self, value: Any) -> ParameterList:
+        """Add ``value`` at the end (a tensor becomes a Parameter); returns self."""
         self._size += 1
         self[self._size - 1] = value
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
+        """Add each value of ``values`` at the end; returns self."""
         if not isinstance(values, Iterable) or isinstance(values, Tensor):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
                             + type(values).__name__)
@@ -341,9 +364,11 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
+        """One line per entry with its type, shape and dtype, for the repr."""
         return "\n".join(_param_line(k, p) for k, p in enumerate(self))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Not a layer: raises NotImplementedError."""
         raise NotImplementedError("ParameterList is a container, not a layer")
 
 
@@ -379,27 +404,34 @@ class ParameterDict(Module):
         return key in self._keys
 
     def keys(self) -> Any:
+        """The names of the parameters, in insertion order."""
         return self._keys.keys()
 
     def items(self) -> Any:
+        """The (name, parameter) pairs, in insertion order."""
         return ((k, self[k]) for k in self._keys)
 
     def values(self) -> Any:
+        """The parameters, in insertion order."""
         return (self[k] for k in self._keys)
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The parameter under ``key``, or ``default`` when there is none."""
         return self[key] if key in self else default
 
     def pop(self, key: str) -> Any:
+        """Remove the parameter under ``key`` and return it."""
         v = self[key]
         del self[key]
         return v
 
     def clear(self) -> None:
+        """Remove every parameter."""
         for k in list(self._keys):
             del self[k]
 
     def update(self, parameters: Any) -> None:
+        """Add or replace parameters from a mapping or from (name, parameter) pairs."""
         items = parameters.items() if isinstance(parameters, Mapping | ParameterDict) else parameters
         if isinstance(parameters, dict) and not isinstance(parameters, OrderedDict):
             items = parameters.items()
@@ -409,9 +441,11 @@ class ParameterDict(Module):
             self[item[0]] = item[1]
 
     def extra_repr(self) -> str:
+        """One line per entry with its name, type, shape and dtype, for the repr."""
         return "\n".join(_param_line(k, self[k], typename=True) for k in self._keys)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Not a layer: raises NotImplementedError."""
         raise NotImplementedError("ParameterDict is a container, not a layer")
 
 

@@ -109,6 +109,7 @@ class Conv1d(_ConvNd):
     _nd = 1
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` (N, C_in, L) or (C_in, L) with the weight and add the bias."""
         return self._conv(input, F.conv1d)
 
 
@@ -122,6 +123,7 @@ class Conv2d(_ConvNd):
     _nd = 2
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` (N, C_in, H, W) or (C_in, H, W) with the weight and add the bias."""
         return self._conv(input, F.conv2d)
 
 
@@ -135,6 +137,7 @@ class Conv3d(_ConvNd):
     _nd = 3
 
     def forward(self, input: Tensor) -> Tensor:
+        """Convolve ``input`` (N, C_in, D, H, W) or (C_in, D, H, W) with the weight and add the bias."""
         return self._conv(input, F.conv3d)
 
 
@@ -187,6 +190,7 @@ class ConvTranspose1d(_ConvTransposeNd):
     _nd = 1
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """Transposed 1d convolution of ``input``; ``output_size`` picks the output padding."""
         op = self._output_padding(input, output_size)
         return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self._tpad, op, self.groups,
                                   self.dilation)
@@ -202,6 +206,7 @@ class ConvTranspose2d(_ConvTransposeNd):
     _nd = 2
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """Transposed 2d convolution of ``input``; ``output_size`` picks the output padding."""
         op = self._output_padding(input, output_size)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self._tpad, op, self.groups,
                                   self.dilation)
@@ -217,6 +222,7 @@ class ConvTranspose3d(_ConvTransposeNd):
     _nd = 3
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        """Transposed 3d convolution of ``input``; ``output_size`` picks the output padding."""
         op = self._output_padding(input, output_size)
         return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self._tpad, op, self.groups,
                                   self.dilation)
@@ -234,9 +240,11 @@ class Unfold(Module):
         self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
 
     def forward(self, input: Tensor) -> Tensor:
+        """Extract the sliding blocks of ``input`` as columns: (N, C * prod(kernel_size), L)."""
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
                 f"stride={self.stride}")
 
@@ -255,8 +263,10 @@ class Fold(Module):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
     def forward(self, input: Tensor) -> Tensor:
+        """Sum columns of blocks back into an image of ``output_size``: the inverse layout of Unfold."""
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
                 f"padding={self.padding}, stride={self.stride}")

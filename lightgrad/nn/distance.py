@@ -26,6 +26,7 @@ class CosineSimilarity(Module):
         self.dim, self.eps = dim, eps
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """The cosine of the angle between ``x1`` and ``x2`` along ``dim``."""
         return F.cosine_similarity(x1, x2, self.dim, self.eps)
 
 
@@ -41,4 +42,5 @@ class PairwiseDistance(Module):
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
     def forward(self, x1: Tensor, x2: Tensor) -> Tensor:
+        """The ``p``-norm of ``x1 - x2 + eps`` along the last dim."""
         return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

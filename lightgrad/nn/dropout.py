@@ -26,6 +26,7 @@ class Dropout(_DropoutNd):
     """Zero each element with probability p while training (others scaled by 1/(1-p))."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Zero each element with probability ``p`` while training, scaling the rest by 1 / (1 - p); the identity in eval."""
         return F.dropout(input, self.p, self.training, self.inplace)
 
 
@@ -33,6 +34,7 @@ class Dropout1d(_DropoutNd):
     """Zero whole channels of (N, C, L) or (C, L) input while training."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Zero each channel of (N, C, L) input with probability ``p`` while training, scaling the rest by 1 / (1 - p)."""
         return F.dropout1d(input, self.p, self.training, self.inplace)
 
 
@@ -40,6 +42,7 @@ class Dropout2d(_DropoutNd):
     """Zero whole channels of (N, C, H, W) input while training."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Zero each channel of (N, C, H, W) input with probability ``p`` while training, scaling the rest by 1 / (1 - p)."""
         return F.dropout2d(input, self.p, self.training, self.inplace)
 
 
@@ -47,6 +50,7 @@ class Dropout3d(_DropoutNd):
     """Zero whole channels of (N, C, D, H, W) input while training."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Zero each channel of (N, C, D, H, W) with probability ``p`` while training, scaling the rest by 1 / (1 - p)."""
         return F.dropout3d(input, self.p, self.training, self.inplace)
 
 
@@ -54,6 +58,7 @@ class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU activations at zero mean and unit variance."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Dropout that keeps SELU's zero mean and unit variance, while training; the identity in eval."""
         return F.alpha_dropout(input, self.p, self.training)
 
 
@@ -61,6 +66,7 @@ class FeatureAlphaDropout(_DropoutNd):
     """Alpha dropout of whole channels of (N, C, ...) input while training."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Alpha dropout of whole channels, while training; the identity in eval."""
         return F.feature_alpha_dropout(input, self.p, self.training)
 
 

@@ -43,6 +43,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self) -> None:
+        """Redraw the weight from N(0, 1), with the ``padding_idx`` row zero."""
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 
@@ -52,10 +53,12 @@ class Embedding(Module):
                 self.weight._data[self.padding_idx] = 0
 
     def forward(self, input: Tensor) -> Tensor:
+        """The weight's rows at the indices in ``input``."""
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq, self.sparse)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.padding_idx is not None:
             s += f", padding_idx={self.padding_idx}"
@@ -109,6 +112,7 @@ class EmbeddingBag(Module):
         self.mode, self.sparse, self.include_last_offset = mode, sparse, include_last_offset
 
     def reset_parameters(self) -> None:
+        """Redraw the weight from N(0, 1), with the ``padding_idx`` row zero."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with no_grad():
@@ -116,11 +120,13 @@ class EmbeddingBag(Module):
 
     def forward(self, input: Tensor, offsets: Tensor | None = None,
                 per_sample_weights: Tensor | None = None) -> Tensor:
+        """The sum, mean or max of each bag's rows (bags from ``offsets``, or the rows of 2-D ``input``)."""
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
                                self.mode, self.sparse, per_sample_weights, self.include_last_offset,
                                self.padding_idx)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         s = f"{self.num_embeddings}, {self.embedding_dim}"
         if self.max_norm is not None:
             s += f", max_norm={self.max_norm}"

@@ -143,6 +143,13 @@ def _as_engine_grad(g: Any, like: Any) -> Any:
     return g._data if isinstance(g, Tensor) else g
 
 
+_INPLACE = ("Output {} of BackwardHookFunction is a view and is being modified inplace. This view was created "
+            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
+            "view+inplace would override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the custom "
+            "Function.")
+
+
 class _BoundaryIdentity(MultiOutput):
     """The identity over a module's input (``side`` "input") or output tensors, calling the
     module's backward hooks when the gradients pass."""
@@ -186,6 +193,9 @@ class _BackwardHook:
         node = _BoundaryIdentity()
         node.hook, node.side = self, side
         outs = node.record(tensors, [t._arr for t in tensors], [t.requires_grad for t in tensors])
+        for k, t in enumerate(outs):  # (in-place ops on them would bypass the hooks: PyTorch refuses them)
+            if t._grad_fn is not None:
+                t._grad_fn.forbids_inplace = _INPLACE.format(k)
         new = list(values)
         for i, t in zip(index, outs):
             new[i] = t

@@ -37,6 +37,7 @@ class LazyModuleMixin:
         return any(is_lazy(t) for t in own)
 
     def initialize_parameters(self, *args: Any, **kwargs: Any) -> None:
+        """Override: infer the shapes from the first input and materialize the parameters."""
         raise NotImplementedError(f"{type(self).__name__} must implement initialize_parameters")
 
     def _save_to_state_dict(self, destination: dict[str, Any], prefix: str, keep_vars: bool) -> None:
@@ -59,6 +60,7 @@ class LazyModuleMixin:
                     t.materialize(tuple(value.shape))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """On the first call: materialize the parameters, become the regular layer, run its forward."""
         with no_grad():
             self.initialize_parameters(*args, **kwargs)
         if self.has_uninitialized_params():
@@ -87,10 +89,12 @@ class LazyLinear(LazyModuleMixin, Linear):
             self.bias = UninitializedParameter(dtype=dtype)
 
     def reset_parameters(self) -> None:
+        """Initialize as Linear does, once the parameters have shapes."""
         if not self.has_uninitialized_params() and self.in_features != 0:
             super().reset_parameters()
 
     def initialize_parameters(self, input: Tensor) -> None:
+        """Take ``in_features`` from the input's last dim and materialize weight and bias."""
         if self.has_uninitialized_params():
             self.in_features = input.shape[-1]
             self.weight.materialize((self.out_features, self.in_features))

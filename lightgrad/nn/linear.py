@@ -28,12 +28,15 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Redraw the weight (Kaiming uniform) and the bias (uniform in +-1/sqrt(in_features))."""
         init._layer_default_(self.weight, self.bias)
 
     def forward(self, input: Tensor) -> Tensor:
+        """``input @ weight.T + bias``."""
         return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
@@ -48,15 +51,18 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Redraw weight and bias uniform in +-1/sqrt(in1_features)."""
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        """``input1^T A_k input2 + b_k`` for each output feature k."""
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 

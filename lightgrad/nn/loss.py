@@ -33,6 +33,7 @@ class MSELoss(_Loss):
     """Mean squared error: ``nn.MSELoss()(pred, target)``."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The squared error between ``input`` and ``target``, reduced per ``reduction``."""
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -40,6 +41,7 @@ class L1Loss(_Loss):
     """Mean absolute error."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The absolute error between ``input`` and ``target``, reduced per ``reduction``."""
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -52,6 +54,7 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Squared error below ``beta``, absolute error above it, reduced per ``reduction``."""
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -63,6 +66,7 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Squared error below ``delta``, ``delta``-scaled absolute error above it, reduced per ``reduction``."""
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -75,6 +79,7 @@ class NLLLoss(_WeightedLoss):
         self.ignore_index = ignore_index
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Minus the log-probability ``input`` gives each ``target`` class, reduced per ``reduction``."""
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
 
 
@@ -87,6 +92,7 @@ class CrossEntropyLoss(_WeightedLoss):
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Cross-entropy of the logits ``input`` against class indices or class probabilities, reduced per ``reduction``."""
         return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
@@ -95,6 +101,7 @@ class BCELoss(_WeightedLoss):
     """Binary cross-entropy of probabilities."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Binary cross-entropy of the probabilities ``input`` against ``target``, reduced per ``reduction``."""
         return F.binary_cross_entropy(input, target, weight=self.weight, reduction=self.reduction)
 
 
@@ -108,6 +115,7 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Binary cross-entropy of ``sigmoid(input)`` against ``target``, computed stably, reduced per ``reduction``."""
         return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
                                                   pos_weight=self.pos_weight)
 
@@ -121,6 +129,7 @@ class KLDivLoss(_Loss):
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """KL divergence of ``target`` from the log-probabilities ``input``, reduced per ``reduction``."""
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -135,6 +144,7 @@ class CosineEmbeddingLoss(_MarginLoss):
     """1 - cos(x1, x2) for target 1, max(0, cos - margin) for target -1."""
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """``1 - cos`` for pairs of target 1, ``max(0, cos - margin)`` for target -1, reduced per ``reduction``."""
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -142,6 +152,7 @@ class MarginRankingLoss(_MarginLoss):
     """max(0, -target * (x1 - x2) + margin)."""
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        """``max(0, -target * (input1 - input2) + margin)``, reduced per ``reduction``."""
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -153,6 +164,7 @@ class HingeEmbeddingLoss(_MarginLoss):
         super().__init__(margin, size_average, reduce, reduction)
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``input`` where target is 1, ``max(0, margin - input)`` where it is -1, reduced per ``reduction``."""
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
@@ -160,6 +172,7 @@ class SoftMarginLoss(_Loss):
     """log(1 + exp(-target * x))."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """``log(1 + exp(-target * input))``, reduced per ``reduction``."""
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -172,6 +185,7 @@ class TripletMarginLoss(_Loss):
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """``max(d(anchor, positive) - d(anchor, negative) + margin, 0)``, d the p-norm distance, reduced per ``reduction``."""
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p, eps=self.eps,
                                      swap=self.swap, reduction=self.reduction)
 
@@ -185,6 +199,7 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        """The Poisson negative log-likelihood of ``target`` at the (log-)rate ``log_input``, reduced per ``reduction``."""
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
                                   reduction=self.reduction)
 
@@ -206,6 +221,7 @@ class MultiMarginLoss(_WeightedLoss):
         self.p, self.margin = p, margin
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The multi-class hinge loss of the scores ``input`` for class ``target``, reduced per ``reduction``."""
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin, weight=self.weight,
                                    reduction=self.reduction)
 
@@ -214,6 +230,7 @@ class MultiLabelMarginLoss(_Loss):
     """Multi-label hinge loss; each target row lists class indices, ended by -1."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """The multi-label hinge loss of the scores against the listed target classes, reduced per ``reduction``."""
         return F.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -221,6 +238,7 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     """Per-class logistic loss, averaged over classes."""
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        """Binary cross-entropy per class from logits, averaged over the classes, reduced per ``reduction``."""
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
@@ -232,6 +250,7 @@ class GaussianNLLLoss(_Loss):
         self.full, self.eps = full, eps
 
     def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:
+        """The negative log-likelihood of ``target`` under N(``input``, ``var``), reduced per ``reduction``."""
         return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps, reduction=self.reduction)
 
 
@@ -248,6 +267,7 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        """The triplet margin loss with ``distance_function``, reduced per ``reduction``."""
         return F.triplet_margin_with_distance_loss(anchor, positive, negative,
                                                    distance_function=self.distance_function, margin=self.margin,
                                                    swap=self.swap, reduction=self.reduction)
@@ -265,6 +285,7 @@ class CTCLoss(_Loss):
         self.blank, self.zero_infinity = blank, zero_infinity
 
     def forward(self, log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor) -> Tensor:
+        """The CTC loss of the per-step ``log_probs`` against the label sequences ``targets``, reduced per ``reduction``."""
         return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
                           self.zero_infinity)
 

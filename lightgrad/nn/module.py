@@ -99,6 +99,7 @@ class Module(HooksMixin):
         self._init_hooks()
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation the layer performs: every subclass defines it (call the module, not forward)."""
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -302,6 +303,7 @@ class Module(HooksMixin):
             yield from module.named_modules(memo, sub, remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
+        """Iterate over this module and all its submodules, each once."""
         for _, m in self.named_modules():
             yield m
 
@@ -314,6 +316,7 @@ class Module(HooksMixin):
                 yield name, module
 
     def children(self) -> Iterator[Module]:
+        """Iterate over the direct submodules."""
         for _, m in self.named_children():
             yield m
 
@@ -329,9 +332,11 @@ class Module(HooksMixin):
 
     def named_buffers(self, prefix: str = "", recurse: bool = True,
                       remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Iterate over (dotted name, buffer) pairs, of submodules too when ``recurse``."""
         return self._named_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Iterate over the buffers, of submodules too when ``recurse``."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
@@ -480,6 +485,7 @@ class Module(HooksMixin):
         return self.train(False)
 
     def requires_grad_(self: T, requires_grad: bool = True) -> T:
+        """Set ``requires_grad`` on every parameter; returns self."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -543,27 +549,35 @@ class Module(HooksMixin):
         return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
 
     def type(self: T, dst_type: Any) -> T:
+        """Convert every parameter and buffer to ``dst_type``; returns self."""
         return self._apply(lambda t: t.to(dst_type))
 
     def float(self: T) -> T:
+        """Cast the floating-point parameters and buffers to float32; returns self."""
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)
 
     def double(self: T) -> T:
+        """Cast the floating-point parameters and buffers to float64; returns self."""
         return self._apply(lambda t: t.double() if t.is_floating_point() else t)
 
     def half(self: T) -> T:
+        """Cast the floating-point parameters and buffers to float16; returns self."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
     def bfloat16(self: T) -> T:
+        """Cast to bfloat16: raises TypeError, as lightgrad has no bfloat16 dtype."""
         raise TypeError("lightgrad has no bfloat16 dtype")
 
     def cpu(self: T) -> T:
+        """Move to the CPU: already there, so returns self."""
         return self
 
     def cuda(self: T, device: Any = None) -> T:
+        """Move to a CUDA device: raises RuntimeError, as lightgrad has none."""
         raise RuntimeError("lightgrad has no CUDA device here (lightgrad.cuda.is_available() is False)")
 
     def share_memory(self: T) -> T:
+        """Share the tensors across processes: a no-op here; returns self."""
         return self
 
     # ---- printing ------------------------------------------------------------------------------

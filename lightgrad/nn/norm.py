@@ -168,12 +168,15 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set the weight to ones and the bias to zeros."""
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize over the trailing ``normalized_shape`` dims, then scale and shift elementwise."""
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
                 f"bias={self.bias is not None}")
 
@@ -193,13 +196,16 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set the weight to ones."""
         if self.weight is not None:
             init.ones_(self.weight)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Divide by the root mean square over the trailing ``normalized_shape`` dims, then scale."""
         return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
@@ -216,12 +222,15 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Set the weight to ones and the bias to zeros."""
         _reset_affine(self)
 
     def forward(self, input: Tensor) -> Tensor:
+        """Normalize each group of channels, then scale and shift per channel."""
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, bias={self.bias is not None}"
 
 
@@ -284,9 +293,11 @@ class LocalResponseNorm(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input: Tensor) -> Tensor:
+        """Divide each value by a power of the sum of squares over ``size`` neighbouring channels."""
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 

@@ -164,9 +164,11 @@ class PixelShuffle(Module):
         self.upscale_factor = upscale_factor
 
     def forward(self, input: Tensor) -> Tensor:
+        """Rearrange (*, C * r^2, H, W) into (*, C, H * r, W * r), r the upscale factor."""
         return F.pixel_shuffle(input, self.upscale_factor)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"upscale_factor={self.upscale_factor}"
 
 
@@ -182,9 +184,11 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, input: Tensor) -> Tensor:
+        """Rearrange (*, C, H * r, W * r) into (*, C * r^2, H, W), r the downscale factor."""
         return F.pixel_unshuffle(input, self.downscale_factor)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"downscale_factor={self.downscale_factor}"
 
 
@@ -200,7 +204,9 @@ class ChannelShuffle(Module):
         self.groups = groups
 
     def forward(self, input: Tensor) -> Tensor:
+        """Split the channels into ``groups`` and interleave them."""
         return F.channel_shuffle(input, self.groups)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"groups={self.groups}"

@@ -204,6 +204,7 @@ class DistributedDataParallel(Module):
 
     # ---- forward and the gradient reduction --------------------------------------------------
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Run the wrapped module; in a synced backward its parameters' gradients are averaged over the processes."""
         if self.broadcast_buffers and self.require_backward_grad_sync and is_grad_enabled():
             with no_grad():  # as PyTorch: whenever this forward will be followed by a synced backward
                 self._broadcast([b for b in self.module.buffers()], "buffers")
@@ -301,4 +302,5 @@ class DataParallel(Module):
         self.output_device = output_device
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        """Run the wrapped module on the inputs (one device: nothing to scatter)."""
         return self.module(*inputs, **kwargs)

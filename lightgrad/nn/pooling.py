@@ -48,6 +48,7 @@ class MaxPool1d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each window (with the flat indices when ``return_indices``)."""
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -60,6 +61,7 @@ class MaxPool2d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each window (with the flat indices when ``return_indices``)."""
         return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -72,6 +74,7 @@ class MaxPool3d(_MaxPoolNd):
     """
 
     def forward(self, input: Tensor) -> Any:
+        """The maximum of each window (with the flat indices when ``return_indices``)."""
         return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
@@ -102,6 +105,7 @@ class MaxUnpool1d(_MaxUnpoolNd):
     nd = 1
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        """Put each value at its max-pool index in zeros of the pre-pooling size (or ``output_size``)."""
         return F.max_unpool1d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -114,6 +118,7 @@ class MaxUnpool2d(_MaxUnpoolNd):
     nd = 2
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        """Put each value at its max-pool index in zeros of the pre-pooling size (or ``output_size``)."""
         return F.max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -122,6 +127,7 @@ class MaxUnpool3d(_MaxUnpoolNd):
     nd = 3
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        """Put each value at its max-pool index in zeros of the pre-pooling size (or ``output_size``)."""
         return F.max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
@@ -142,10 +148,12 @@ class AvgPool1d(Module):
         self.padding, self.ceil_mode, self.count_include_pad = _single(padding), ceil_mode, count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each window."""
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
@@ -170,6 +178,7 @@ class AvgPool2d(_AvgPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each window."""
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
@@ -182,6 +191,7 @@ class AvgPool3d(_AvgPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """The mean of each window."""
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
@@ -205,6 +215,7 @@ class AdaptiveAvgPool1d(_AdaptiveNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Mean-pool to ``output_size`` with windows spread evenly over the input."""
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -216,6 +227,7 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Mean-pool to ``output_size`` with windows spread evenly over the input."""
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -227,6 +239,7 @@ class AdaptiveAvgPool3d(_AdaptiveNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Mean-pool to ``output_size`` with windows spread evenly over the input."""
         return F.adaptive_avg_pool3d(input, self.output_size)
 
 
@@ -242,6 +255,7 @@ class AdaptiveMaxPool1d(_AdaptiveNd):
         self.return_indices = return_indices
 
     def forward(self, input: Tensor) -> Any:
+        """Max-pool to ``output_size``, windows spread evenly (indices if ``return_indices``)."""
         return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
@@ -257,6 +271,7 @@ class AdaptiveMaxPool2d(_AdaptiveNd):
         self.return_indices = return_indices
 
     def forward(self, input: Tensor) -> Any:
+        """Max-pool to ``output_size``, windows spread evenly (indices if ``return_indices``)."""
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
@@ -272,6 +287,7 @@ class AdaptiveMaxPool3d(_AdaptiveNd):
         self.return_indices = return_indices
 
     def forward(self, input: Tensor) -> Any:
+        """Max-pool to ``output_size``, windows spread evenly (indices if ``return_indices``)."""
         return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
 
 
@@ -295,6 +311,7 @@ class LPPool1d(_LPPoolNd):
     """
 
     def forward(self, input: Tensor) -> Tensor:
+        """Each window's ``(sum of x ** p) ** (1 / p)``, p being ``norm_type``."""
         return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -302,6 +319,7 @@ class LPPool2d(_LPPoolNd):
     """Power-average pooling over (N, C, H, W) or (C, H, W)."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Each window's ``(sum of x ** p) ** (1 / p)``, p being ``norm_type``."""
         return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -309,6 +327,7 @@ class LPPool3d(_LPPoolNd):
     """Power-average pooling over (N, C, D, H, W) or (C, D, H, W)."""
 
     def forward(self, input: Tensor) -> Tensor:
+        """Each window's ``(sum of x ** p) ** (1 / p)``, p being ``norm_type``."""
         return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
 
@@ -349,6 +368,7 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
     _nd = 2
 
     def forward(self, input: Tensor) -> Any:
+        """Max-pool over pseudo-random windows to ``output_size`` or ``output_ratio`` (indices too if asked)."""
         return F.fractional_max_pool2d(input, self.kernel_size, self.output_size, self.output_ratio,
                                        self.return_indices, _random_samples=self._random_samples)
 
@@ -359,6 +379,7 @@ class FractionalMaxPool3d(_FractionalMaxPoolNd):
     _nd = 3
 
     def forward(self, input: Tensor) -> Any:
+        """Max-pool over pseudo-random windows to ``output_size`` or ``output_ratio`` (indices too if asked)."""
         return F.fractional_max_pool3d(input, self.kernel_size, self.output_size, self.output_ratio,
                                        self.return_indices, _random_samples=self._random_samples)
 
@@ -385,10 +406,12 @@ class Upsample(Module):
         self.recompute_scale_factor = recompute_scale_factor
 
     def forward(self, input: Tensor) -> Tensor:
+        """Resize ``input`` to ``size`` or by ``scale_factor`` with ``mode`` interpolation."""
         return F.interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
                              recompute_scale_factor=self.recompute_scale_factor)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
 

@@ -72,6 +72,7 @@ class RNNBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Redraw every weight and bias uniform in +-1/sqrt(hidden_size)."""
         stdv = 1.0 / math.sqrt(self.hidden_size)
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
@@ -85,11 +86,13 @@ class RNNBase(Module):
 
     @property
     def all_weights(self) -> list[list[Tensor]]:
+        """The parameters per layer and direction: ``[w_ih, w_hh, b_ih, b_hh]`` (no biases without bias)."""
         per = 4 if self.bias else 2
         w = self._flat_weights
         return [w[i:i + per] for i in range(0, len(w), per)]
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         s = f"{self.input_size}, {self.hidden_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
@@ -229,6 +232,7 @@ class RNNBase(Module):
         return output, ((h_n, c_n) if lstm else h_n)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Any, Any]:
+        """Run over the sequence: ``(output, h_n)``, ``h_n`` being ``(h_n, c_n)`` for LSTM; takes PackedSequence too."""
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         lstm = self.mode == "LSTM"
@@ -351,11 +355,13 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Redraw every weight and bias uniform in +-1/sqrt(hidden_size)."""
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
 
     def extra_repr(self) -> str:
+        """The constructor options the module's repr shows."""
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
@@ -405,6 +411,7 @@ class RNNCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 1, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One step: ``h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh)``, ``h`` zeros when ``hx`` is None."""
         x, (h,), batched = self._prepare(input, hx, 1)
         gi, gh = self._gates(x, h)
         a = gi + gh
@@ -424,6 +431,7 @@ class LSTMCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Tensor]:
+        """One LSTM step: ``(h', c')`` from ``input`` and ``hx = (h, c)`` (zeros when None)."""
         x, (h, c), batched = self._prepare(input, hx, 2)
         gi, gh = self._gates(x, h)
         i, f, g, o = (gi + gh).chunk(4, 1)
@@ -444,6 +452,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        """One GRU step: ``h'`` from ``input`` and ``hx`` (zeros when None)."""
         x, (h,), batched = self._prepare(input, hx, 1)
         gi, gh = self._gates(x, h)
         ir, iz, in_ = gi.chunk(3, 1)

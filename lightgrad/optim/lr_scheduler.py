@@ -93,6 +93,7 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scheduler from ``state_dict()``'s output."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list[Any]:
@@ -203,6 +204,7 @@ class LambdaLR(_LambdaState, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: each initial lr times its ``lr_lambda(epoch)``."""
         self._warn_outside_step()
         return [base_lr * fn(self.last_epoch) for fn, base_lr in zip(self.lr_lambdas, self.base_lrs)]
 
@@ -222,6 +224,7 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: each lr times its ``lr_lambda(epoch)``, from the second step."""
         self._warn_outside_step()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
@@ -240,6 +243,7 @@ class StepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: multiplied by ``gamma`` every ``step_size`` epochs."""
         self._warn_outside_step()
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_values(self.optimizer, "lr")
@@ -262,6 +266,7 @@ class MultiStepLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: multiplied by ``gamma`` at each milestone."""
         self._warn_outside_step()
         if self.last_epoch not in self.milestones:
             return _group_values(self.optimizer, "lr")
@@ -287,6 +292,7 @@ class ConstantLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: times ``factor`` until ``total_iters``, then the initial ones."""
         self._warn_outside_step()
         if self.last_epoch == 0:
             return [g["lr"] * self.factor for g in self.optimizer.param_groups]
@@ -317,6 +323,7 @@ class LinearLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's rates: the factor goes linearly from ``start_factor`` to ``end_factor`` in ``total_iters``."""
         self._warn_outside_step()
         if self.last_epoch == 0:
             return [g["lr"] * self.start_factor for g in self.optimizer.param_groups]
@@ -342,6 +349,7 @@ class ExponentialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: multiplied by ``gamma`` each epoch."""
         self._warn_outside_step()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
@@ -363,6 +371,7 @@ class PolynomialLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: the initial ones times ``(1 - epoch / total_iters) ** power``."""
         self._warn_outside_step()
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
@@ -387,6 +396,7 @@ class CosineAnnealingLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: a cosine from the initial ones down to ``eta_min`` in ``T_max`` epochs."""
         self._warn_outside_step()
         groups = self.optimizer.param_groups
         if self._is_initial:
@@ -475,6 +485,7 @@ class SequentialLR(_ComposedState, LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]
+        """Step the scheduler in charge, handing over to the next one at each milestone."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -502,6 +513,7 @@ class ChainedScheduler(_ComposedState, LRScheduler):
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
+        """Step every scheduler in the chain, in order."""
         for s in self._schedulers:
             s.step()
         self._last_lr = _group_values(self._schedulers[-1].optimizer, "lr")
@@ -582,6 +594,7 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self) -> bool:
+        """Whether a reduction happened less than ``cooldown`` epochs ago."""
         return self.cooldown_counter > 0
 
     def _is_better(self, a: float, best: float) -> bool:
@@ -604,6 +617,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scheduler from ``state_dict()``'s output."""
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
 
@@ -681,6 +695,7 @@ class CyclicLR(LRScheduler):
             self.scale_mode = "iterations"
 
     def scale_fn(self, x: float) -> float:
+        """The amplitude's scaling at cycle or iteration ``x``: the given ``scale_fn`` or the mode's."""
         return self._scale_fn_custom(x) if self._scale_fn_custom is not None else self._scale_fn_ref(x)
 
     @staticmethod
@@ -696,6 +711,7 @@ class CyclicLR(LRScheduler):
         return gamma ** x
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: between ``base_lr`` and ``max_lr`` along the cycle (momentum opposite)."""
         self._warn_outside_step()
         cycle = math.floor(1 + self.last_epoch / self.total_size)
         x = 1.0 + self.last_epoch / self.total_size - cycle
@@ -710,6 +726,7 @@ class CyclicLR(LRScheduler):
         return lrs
 
     def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state (a custom ``scale_fn`` kept only if it is a callable object)."""
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
         fn = state.pop("_scale_fn_custom")
@@ -719,6 +736,7 @@ class CyclicLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the scheduler from ``state_dict()``'s output."""
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
         if fn is not None:
@@ -748,6 +766,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: a cosine down to ``eta_min``, restarting every ``T_i`` epochs."""
         self._warn_outside_step()
         return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
                 for base_lr in self.base_lrs]
@@ -856,6 +875,7 @@ class OneCycleLR(LRScheduler):
         return (end - start) * pct + start
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: the one-cycle policy: warm up to ``max_lr``, then anneal down."""
         self._warn_outside_step()
         step_num = self.last_epoch
         if step_num > self.total_steps:

@@ -70,6 +70,7 @@ class AveragedModel(Module):
         self.avg_fn, self.multi_avg_fn, self.use_buffers = avg_fn, multi_avg_fn, use_buffers
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the averaged copy of the module."""
         return self.module(*args, **kwargs)
 
     def update_parameters(self, model: Module) -> None:
@@ -128,6 +129,7 @@ class SWALR(LRScheduler):
         return swa_lr if alpha == 1 else (lr - alpha * swa_lr) / (1 - alpha)
 
     def get_lr(self) -> list[Any]:
+        """This step's learning rates: annealed from each group's lr to ``swa_lr`` in ``anneal_epochs``."""
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)

@@ -143,6 +143,7 @@ class ParametrizationList(ModuleList):
                     _set(getattr(self, f"original{i}"), t)
 
     def forward(self) -> Tensor:
+        """The parametrized tensor: the original(s) passed through each parametrization in turn."""
         mods = list(self)
         if self.is_tensor:
             x = mods[0](self.original)

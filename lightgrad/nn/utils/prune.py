@@ -51,9 +51,11 @@ class BasePruningMethod:
         setattr(module, self._tensor_name, self.apply_mask(module))
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Override: the new mask for ``t``, given the mask already applied."""
         raise NotImplementedError
 
     def apply_mask(self, module: Module) -> Tensor:
+        """The pruned tensor: the module's ``<name>_orig`` times its ``<name>_mask``."""
         orig = getattr(module, self._tensor_name + "_orig")
         return orig * getattr(module, self._tensor_name + "_mask").to(dtype=orig.dtype)
 
@@ -93,11 +95,13 @@ class BasePruningMethod:
         return method
 
     def prune(self, t: Tensor, default_mask: Tensor | None = None, importance_scores: Tensor | None = None) -> Tensor:
+        """``t`` with this method's mask applied (ranked by ``importance_scores`` when given)."""
         scores = t if importance_scores is None else importance_scores
         mask = ones_like(t) if default_mask is None else default_mask
         return t * self.compute_mask(scores, default_mask=mask)
 
     def remove(self, module: Module) -> None:
+        """Make the pruning permanent: the parameter holds the pruned values; mask and hook go."""
         weight = self.apply_mask(module)
         delattr(module, self._tensor_name)
         orig = module._parameters[self._tensor_name + "_orig"]
@@ -117,6 +121,7 @@ class PruningContainer(BasePruningMethod):
             self.add_pruning_method(m)
 
     def add_pruning_method(self, method: BasePruningMethod) -> None:
+        """Add a pruning method for the same parameter to the sequence."""
         if not isinstance(method, BasePruningMethod) and method is not None:
             raise TypeError(f"{type(method)} is not a BasePruningMethod subclass")
         if self._pruning_methods and self._tensor_name != method._tensor_name:
@@ -126,6 +131,7 @@ class PruningContainer(BasePruningMethod):
         self._pruning_methods += (method,)
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The newest method's mask computed on the entries the earlier masks left, combined with them."""
         method = self._pruning_methods[-1]
         if method.PRUNING_TYPE == "unstructured":
             keep = default_mask == 1
@@ -143,10 +149,12 @@ class Identity(BasePruningMethod):
     PRUNING_TYPE = "unstructured"
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The mask as it is: prunes nothing."""
         return default_mask
 
     @classmethod
     def apply(cls, module: Module, name: str, *args: Any, **kwargs: Any) -> BasePruningMethod:  # type: ignore[override]
+        """Add the pruning reparametrization to ``module.<name>`` without pruning anything."""
         return super().apply(module, name)
 
 
@@ -160,6 +168,7 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Zero ``amount`` entries chosen at random."""
         k = _compute_nparams_toprune(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
@@ -178,6 +187,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Zero the ``amount`` entries of smallest absolute value."""
         k = _compute_nparams_toprune(self.amount, t.numel())
         mask = default_mask.clone()
         if k:
@@ -187,6 +197,7 @@ class L1Unstructured(BasePruningMethod):
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any = None, importance_scores: Tensor | None = None,  # type: ignore[override]
               **kwargs: Any) -> BasePruningMethod:
+        """Prune ``module.<name>`` by magnitude (of ``importance_scores`` when given)."""
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
@@ -214,6 +225,7 @@ class RandomStructured(BasePruningMethod):
         self.amount, self.dim = amount, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Zero ``amount`` channels along ``dim`` chosen at random."""
         _validate_structured(t)
         n = t.shape[self.dim]
         k = _compute_nparams_toprune(self.amount, n)
@@ -231,6 +243,7 @@ class LnStructured(BasePruningMethod):
         self.amount, self.n, self.dim = amount, n, dim
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Zero the ``amount`` channels along ``dim`` of smallest L``n`` norm."""
         _validate_structured(t)
         size = t.shape[self.dim]
         k = _compute_nparams_toprune(self.amount, size)
@@ -249,6 +262,7 @@ class CustomFromMask(BasePruningMethod):
         self.mask = mask
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """The given mask, combined with the one already applied."""
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
 

@@ -56,19 +56,24 @@ class PackedSequence(_PackedFields):
                                                           self.unsorted_indices)
 
     def double(self) -> PackedSequence:
+        """The same sequence with float64 data."""
         return self.to(float64)
 
     def float(self) -> PackedSequence:
+        """The same sequence with float32 data."""
         return self.to(float32)
 
     def cpu(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """The sequence on the CPU: itself."""
         return self
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the data is on a CUDA device: never here."""
         return False
 
     def is_pinned(self) -> bool:
+        """Whether the data is in pinned memory: never here."""
         return False
 
 

@@ -96,6 +96,7 @@ class ConcatDataset(Dataset[T_co]):
 
     @staticmethod
     def cumsum(sequence: Sequence[Any]) -> list[int]:
+        """Running totals of the datasets' lengths: where each ends in the concatenation."""
         return list(itertools.accumulate(len(e) for e in sequence))
 
     def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
