@@ -420,3 +420,317 @@ def test_kernels_check_their_buffers() -> None:
         k.softmax(np.zeros(10, np.float32), np.zeros(10, np.float32), 3, False)
     with pytest.raises(TypeError):
         k.gelu(np.zeros(4, np.float32))
+
+
+# ---- the LSTM step: nn.LSTM on both paths against PyTorch ---------------------------------------
+
+# (num_layers, bidirectional, bias, batch_first, with (h0, c0)); the first is the benchmark's layer
+LSTM_CASES = {
+    "bench": (1, False, True, False, False, (32, 32, 64, 128)),
+    "h0_c0": (1, False, True, False, True, (7, 3, 5, 6)),
+    "bidirectional_2_layers": (2, True, True, False, True, (5, 4, 3, 8)),
+    "no_bias_batch_first": (1, False, False, True, True, (4, 2, 3, 5)),
+    "3_layers_reverse_only_grads": (3, True, True, False, False, (6, 2, 4, 7)),
+}
+
+
+def _lstm_run(module: Any, case: str, dtype: Any = np.float32) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """(values and input gradients, parameter gradients) of a loss that reaches every output of an
+    LSTM: its outputs, h_n and c_n."""
+    layers, bi, bias, batch_first, with_state, (t_len, batch, n_in, hid) = LSTM_CASES[case]
+    rng = np.random.default_rng(11)
+    torch.manual_seed(11)  # the same weights on every call
+    ref = torch.nn.LSTM(n_in, hid, layers, bias=bias, batch_first=batch_first, bidirectional=bi)
+    state = {k: v.detach().numpy().astype(dtype) for k, v in ref.state_dict().items()}
+    d = 2 if bi else 1
+    x = (rng.standard_normal((batch, t_len, n_in) if batch_first else (t_len, batch, n_in)) * 2).astype(dtype)
+    hc = [rng.standard_normal((layers * d, batch, hid)).astype(dtype) for _ in range(2)]
+    r = rng.standard_normal((batch, t_len, d * hid) if batch_first else (t_len, batch, d * hid)).astype(dtype)
+    rh, rc = (rng.standard_normal((layers * d, batch, hid)).astype(dtype) for _ in range(2))
+    m = module.nn.LSTM(n_in, hid, layers, bias=bias, batch_first=batch_first, bidirectional=bi)
+    if dtype == np.float64:
+        m = m.double()
+    m.load_state_dict({k: module.tensor(v) for k, v in state.items()})
+    xt = module.tensor(x, requires_grad=True)
+    ins = [xt] + ([module.tensor(a, requires_grad=True) for a in hc] if with_state else [])
+    out, (hn, cn) = m(xt, (ins[1], ins[2]) if with_state else None)
+    loss = (out * module.tensor(r)).sum() + (hn * module.tensor(rh)).sum() + (cn * module.tensor(rc)).sum()
+    loss.backward()
+
+    def arr(t: Any) -> np.ndarray:
+        return np.asarray(t.detach().numpy() if module is torch else t.detach()._data)
+    vals = [arr(out), arr(hn), arr(cn)] + [arr(t.grad) for t in ins]
+    return vals, {k: arr(p.grad) for k, p in m.named_parameters()}
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("case", list(LSTM_CASES))
+def test_lstm_against_torch(case: str, which: str) -> None:
+    torch.set_num_threads(1)
+    t_vals, t_grads = _lstm_run(torch, case)
+    with path(which):
+        vals, grads = _lstm_run(lg, case)
+    assert grads.keys() == t_grads.keys()
+    for v, tv in zip(vals, t_vals):  # outputs, h_n, c_n, then the gradients of x (h0, c0)
+        np.testing.assert_allclose(v, tv, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(tv).max())))
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, t_grads[k], rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(t_grads[k]).max())),
+                                   err_msg=k)
+
+
+@needs_native
+@pytest.mark.parametrize("case", list(LSTM_CASES))
+def test_lstm_native_agrees_with_numpy_path(case: str) -> None:
+    vals, grads = _lstm_run(lg, case)
+    with native.disabled():
+        nvals, ngrads = _lstm_run(lg, case)
+    for v, nv in zip(vals, nvals):
+        np.testing.assert_allclose(v, nv, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(nv).max())))
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, ngrads[k], rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(ngrads[k]).max())),
+                                   err_msg=k)
+
+
+def test_lstm_float64_against_torch_float64_and_finite_differences() -> None:
+    """float64 stays on the NumPy path; it matches PyTorch's float64 LSTM and central differences."""
+    vals, grads = _lstm_run(lg, "bidirectional_2_layers", np.float64)
+    t_vals, t_grads = _lstm_run(torch, "bidirectional_2_layers", np.float64)
+    for v, tv in zip(vals, t_vals):
+        np.testing.assert_allclose(v, tv, rtol=1e-10, atol=1e-12)
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, t_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    rng = np.random.default_rng(12)
+    m = lg.nn.LSTM(3, 4, 2, bidirectional=True).double()
+    x, h0, c0 = rng.standard_normal((5, 2, 3)), rng.standard_normal((4, 2, 4)), rng.standard_normal((4, 2, 4))
+    r = rng.standard_normal((5, 2, 8))
+
+    def f(a: np.ndarray, h: np.ndarray, c: np.ndarray) -> np.ndarray:
+        with lg.no_grad():
+            return m(lg.tensor(a), (lg.tensor(h), lg.tensor(c)))[0]._data
+    xt, ht, ct = (lg.tensor(a, requires_grad=True) for a in (x, h0, c0))
+    (m(xt, (ht, ct))[0] * lg.tensor(r)).sum().backward()
+    num = numeric_grads(f, [x.copy(), h0.copy(), c0.copy()], r)
+    for t, n in zip((xt, ht, ct), num):
+        np.testing.assert_allclose(t.grad._data, n, rtol=1e-6, atol=1e-8)
+
+
+def test_lstm_reaches_the_step_kernels(spy: Spy) -> None:
+    m = lg.nn.LSTM(3, 4)
+    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 4)).sum().backward()
+    assert spy.calls.count("lstm_cell") == 5 and spy.calls.count("lstm_cell_backward") == 5
+    spy.calls.clear()
+    (m.double()(lg.randn(5, 2, 3).double())[0]).sum().backward()  # float64: the NumPy path
+    assert "lstm_cell" not in spy.calls and "lstm_cell_backward" not in spy.calls
+
+
+@needs_native
+def test_lstm_cell_kernel_accuracy_as_torch() -> None:
+    """The kernel's sigmoid and tanh are as accurate as PyTorch's float32 ones (against float64), over
+    small, moderate and saturating inputs, and keep NaN, +-inf and -0.0 as PyTorch does."""
+    k = native.kernels
+    assert k is not None
+    hid = 64
+    grid = np.concatenate([np.linspace(-1e-3, 1e-3, 200), np.linspace(-2, 2, 2000), np.linspace(-40, 40, 2000),
+                           [-1e-30, 1e-30, 0.3, 0.62, 0.63, 100.0, -100.0]]).astype(np.float32)
+    grid = np.resize(grid, (grid.size + hid - 1) // hid * hid).reshape(-1, hid)
+    rows = grid.shape[0]
+    # gate i = x (given halved), f = 0, g = x, o = 1e6 (h = tanh(c)); c_prev = 0 so c = i * g
+    z = np.empty((rows, 4 * hid), np.float32)
+    z[:, :hid], z[:, hid:2 * hid], z[:, 2 * hid:3 * hid], z[:, 3 * hid:] = grid / 2, 0, grid, 1e6
+    zero = np.zeros((rows, hid), np.float32)
+    c, th, h = (np.empty((rows, hid), np.float32) for _ in range(3))
+    k.lstm_cell(z, None, None, zero, c, th, h, None, hid, hid)
+    x64 = grid.astype(np.float64)
+    for got, ref, torch_fn in [(z[:, :hid], 1 / (1 + np.exp(-x64)), torch.sigmoid),
+                               (z[:, 2 * hid:3 * hid], np.tanh(x64), torch.tanh)]:
+        t32 = torch_fn(torch.from_numpy(grid)).numpy().astype(np.float64)
+        ulp = np.spacing(np.abs(ref).astype(np.float32)).astype(np.float64)
+        assert np.max(np.abs(got - ref) / ulp) <= max(2.0, 1.5 * float(np.max(np.abs(t32 - ref) / ulp)))
+    np.testing.assert_allclose(th, np.tanh(c.astype(np.float64)), rtol=3e-7, atol=0)
+    special = np.array([np.nan, np.inf, -np.inf, -0.0], np.float32)
+    zs = np.zeros((1, 4 * 4), np.float32)
+    zs[0, :4], zs[0, 8:12], zs[0, 12:] = special / 2, special, 1e6
+    cs, ts, hs = (np.empty((1, 4), np.float32) for _ in range(3))
+    k.lstm_cell(zs, None, None, np.zeros((1, 4), np.float32), cs, ts, hs, None, 4, 4)
+    ref_s, ref_t = torch.sigmoid(torch.from_numpy(special)).numpy(), torch.tanh(torch.from_numpy(special)).numpy()
+    np.testing.assert_array_equal(zs[0, :4], ref_s)
+    np.testing.assert_array_equal(zs[0, 8:12], ref_t)
+    assert np.signbit(zs[0, 11]) and np.signbit(ref_t[3])  # tanh(-0.0) = -0.0
+
+
+@needs_native
+def test_lstm_cell_adds_the_step_product_and_bias() -> None:
+    """z + zh + bias given apart gives the same gates and states as their float32 sum given whole,
+    these match the LSTM cell's definition in float64, and h lands in the first H columns of
+    h_next's rows, the rest untouched."""
+    k = native.kernels
+    assert k is not None
+    rng = np.random.default_rng(13)
+    rows, hid, ld = 3, 5, 9
+    z, zh = (rng.standard_normal((rows, 4 * hid)).astype(np.float32) for _ in range(2))
+    bias, cp = rng.standard_normal(4 * hid).astype(np.float32), rng.standard_normal((rows, hid)).astype(np.float32)
+    whole = (z + zh) + bias
+    pre = whole.astype(np.float64) * np.repeat([2.0, 2.0, 1.0, 2.0], hid)  # (i, f, o arrive halved)
+    sig = 1 / (1 + np.exp(-pre))
+    i, f, g, o = sig[:, :hid], sig[:, hid:2 * hid], np.tanh(pre[:, 2 * hid:3 * hid]), sig[:, 3 * hid:]
+    c = f * cp + i * g
+    outs = [[np.empty((rows, hid), np.float32) for _ in range(3)] for _ in range(2)]
+    nxt = np.full((rows, ld), 7.0, np.float32)
+    k.lstm_cell(z, zh, bias, cp, *outs[0], nxt, hid, ld)
+    k.lstm_cell(whole, None, None, cp, *outs[1], None, hid, hid)
+    np.testing.assert_array_equal(z, whole)  # the activated gates
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(nxt[:, :hid], outs[0][2])
+    assert (nxt[:, hid:] == 7.0).all()
+    np.testing.assert_allclose(z, np.concatenate([i, f, g, o], 1), rtol=1e-6, atol=1e-7)
+    for got, want in zip(outs[0], [c, np.tanh(c), o * np.tanh(c)]):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@needs_native
+def test_lstm_kernels_check_their_buffers() -> None:
+    k = native.kernels
+    assert k is not None
+    f = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="float32"):  # z must be (rows, 4 hid)
+        k.lstm_cell(np.zeros((2, 11), np.float32), None, None, f, f.copy(), f.copy(), f.copy(), None, 3, 3)
+    z = np.zeros((2, 12), np.float32)
+    with pytest.raises(ValueError, match="row stride"):
+        k.lstm_cell(z, None, None, f, f.copy(), f.copy(), f.copy(), np.zeros((2, 2), np.float32), 3, 2)
+    with pytest.raises(ValueError, match="float32"):  # h_next too small for its row stride
+        k.lstm_cell(z, None, None, f, f.copy(), f.copy(), f.copy(), np.zeros((2, 4), np.float32), 3, 5)
+    with pytest.raises(ValueError, match="float32"):  # the bias is (4 hid)
+        k.lstm_cell(z, z.copy(), np.zeros(11, np.float32), f, f.copy(), f.copy(), f.copy(), None, 3, 3)
+    with pytest.raises(ValueError, match="needs zh"):
+        k.lstm_cell(z, None, np.zeros(12, np.float32), f, f.copy(), f.copy(), f.copy(), None, 3, 3)
+    with pytest.raises(ValueError, match="rows"):
+        k.lstm_cell_backward(f, f, np.zeros(7, np.float32), np.zeros((2, 12), np.float32), f, f,
+                             np.zeros((2, 12), np.float32), 3)
+    with pytest.raises(TypeError):
+        k.lstm_cell_backward(f, f, f)
+
+
+# ---- the GRU step ------------------------------------------------------------------------------
+
+# (num_layers, bidirectional, bias, batch_first, with h0, (T, B, I, H))
+GRU_CASES = {
+    "one_layer": (1, False, True, False, False, (16, 8, 12, 32)),
+    "h0_bidirectional_2_layers": (2, True, True, False, True, (5, 4, 3, 8)),
+    "no_bias_batch_first": (1, False, False, True, True, (4, 2, 3, 5)),
+}
+
+
+def _gru_run(module: Any, case: str, dtype: Any = np.float32) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
+    """(outputs, h_n and the input gradients, parameter gradients) of a loss on a GRU's outputs and h_n."""
+    layers, bi, bias, batch_first, with_h0, (t_len, batch, n_in, hid) = GRU_CASES[case]
+    rng = np.random.default_rng(14)
+    torch.manual_seed(14)
+    ref = torch.nn.GRU(n_in, hid, layers, bias=bias, batch_first=batch_first, bidirectional=bi)
+    state = {k: v.detach().numpy().astype(dtype) for k, v in ref.state_dict().items()}
+    d = 2 if bi else 1
+    x = (rng.standard_normal((batch, t_len, n_in) if batch_first else (t_len, batch, n_in)) * 2).astype(dtype)
+    h0 = rng.standard_normal((layers * d, batch, hid)).astype(dtype)
+    r = rng.standard_normal((batch, t_len, d * hid) if batch_first else (t_len, batch, d * hid)).astype(dtype)
+    rh = rng.standard_normal((layers * d, batch, hid)).astype(dtype)
+    m = module.nn.GRU(n_in, hid, layers, bias=bias, batch_first=batch_first, bidirectional=bi)
+    if dtype == np.float64:
+        m = m.double()
+    m.load_state_dict({k: module.tensor(v) for k, v in state.items()})
+    ins = [module.tensor(x, requires_grad=True)] + ([module.tensor(h0, requires_grad=True)] if with_h0 else [])
+    out, hn = m(ins[0], ins[1] if with_h0 else None)
+    ((out * module.tensor(r)).sum() + (hn * module.tensor(rh)).sum()).backward()
+
+    def arr(t: Any) -> np.ndarray:
+        return np.asarray(t.detach().numpy() if module is torch else t.detach()._data)
+    return [arr(out), arr(hn)] + [arr(t.grad) for t in ins], {k: arr(p.grad) for k, p in m.named_parameters()}
+
+
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("case", list(GRU_CASES))
+def test_gru_against_torch(case: str, which: str) -> None:
+    torch.set_num_threads(1)
+    t_vals, t_grads = _gru_run(torch, case)
+    with path(which):
+        vals, grads = _gru_run(lg, case)
+    assert grads.keys() == t_grads.keys()
+    for v, tv in zip(vals, t_vals):
+        np.testing.assert_allclose(v, tv, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(tv).max())))
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, t_grads[k], rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(t_grads[k]).max())),
+                                   err_msg=k)
+
+
+@needs_native
+@pytest.mark.parametrize("case", list(GRU_CASES))
+def test_gru_native_agrees_with_numpy_path(case: str) -> None:
+    vals, grads = _gru_run(lg, case)
+    with native.disabled():
+        nvals, ngrads = _gru_run(lg, case)
+    for v, nv in zip(vals, nvals):
+        np.testing.assert_allclose(v, nv, rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(nv).max())))
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, ngrads[k], rtol=1e-5, atol=1e-6 * max(1.0, float(np.abs(ngrads[k]).max())),
+                                   err_msg=k)
+
+
+def test_gru_float64_against_torch_float64_and_finite_differences() -> None:
+    """float64 stays on the NumPy path; it matches PyTorch's float64 GRU and central differences."""
+    vals, grads = _gru_run(lg, "h0_bidirectional_2_layers", np.float64)
+    t_vals, t_grads = _gru_run(torch, "h0_bidirectional_2_layers", np.float64)
+    for v, tv in zip(vals, t_vals):
+        np.testing.assert_allclose(v, tv, rtol=1e-10, atol=1e-12)
+    for k, g in grads.items():
+        np.testing.assert_allclose(g, t_grads[k], rtol=1e-10, atol=1e-12, err_msg=k)
+    rng = np.random.default_rng(15)
+    m = lg.nn.GRU(3, 4, 2, bidirectional=True).double()
+    x, h0, r = rng.standard_normal((5, 2, 3)), rng.standard_normal((4, 2, 4)), rng.standard_normal((5, 2, 8))
+
+    def f(a: np.ndarray, h: np.ndarray) -> np.ndarray:
+        with lg.no_grad():
+            return m(lg.tensor(a), lg.tensor(h))[0]._data
+    xt, ht = lg.tensor(x, requires_grad=True), lg.tensor(h0, requires_grad=True)
+    (m(xt, ht)[0] * lg.tensor(r)).sum().backward()
+    for t, n in zip((xt, ht), numeric_grads(f, [x.copy(), h0.copy()], r)):
+        np.testing.assert_allclose(t.grad._data, n, rtol=1e-6, atol=1e-8)
+
+
+def test_gru_reaches_the_step_kernels(spy: Spy) -> None:
+    m = lg.nn.GRU(3, 4)
+    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 4)).sum().backward()
+    assert spy.calls.count("gru_cell") == 5 and spy.calls.count("gru_cell_backward") == 5
+    spy.calls.clear()
+    (m.double()(lg.randn(5, 2, 3).double())[0]).sum().backward()  # float64: the NumPy path
+    assert "gru_cell" not in spy.calls and "gru_cell_backward" not in spy.calls
+
+
+@needs_native
+def test_gru_kernels_check_their_buffers() -> None:
+    k = native.kernels
+    assert k is not None
+    f, f3 = np.zeros((2, 3), np.float32), np.zeros((2, 9), np.float32)
+    with pytest.raises(ValueError, match="float32"):  # hp must be (rows, 3 hid)
+        k.gru_cell(f3, np.zeros((2, 8), np.float32), None, f, f3.copy(), f.copy(), f.copy(), 3)
+    with pytest.raises(ValueError, match="float32"):  # b_hh is (3 hid)
+        k.gru_cell(f3, f3, np.zeros(8, np.float32), f, f3.copy(), f.copy(), f.copy(), 3)
+    with pytest.raises(ValueError, match="rows"):
+        k.gru_cell_backward(f, np.zeros(7, np.float32), f, f3, f, f, f3.copy(), f3.copy(), 3)
+    with pytest.raises(TypeError):
+        k.gru_cell(f3, f3)
+
+
+@pytest.mark.parametrize("mode", ["LSTM", "GRU"])
+def test_rnn_strided_states_give_the_contiguous_results(mode: str) -> None:
+    """h0 / c0 that are strided views (they take the NumPy path) give the results of their
+    contiguous copies (the native path where built)."""
+    rng = np.random.default_rng(16)
+    m = getattr(lg.nn, mode)(3, 4)
+    x = lg.tensor(rng.standard_normal((5, 2, 3)).astype(np.float32))
+    states = [rng.standard_normal((1, 2, 8)).astype(np.float32) for _ in range(2)]  # every other entry taken
+    strided = [lg.tensor(s)[:, :, ::2] for s in states]
+    assert not strided[0]._data.flags.c_contiguous
+    packed = [lg.tensor(np.ascontiguousarray(s[:, :, ::2])) for s in states]
+    with lg.no_grad():
+        a = m(x, tuple(strided) if mode == "LSTM" else strided[0])
+        b = m(x, tuple(packed) if mode == "LSTM" else packed[0])
+    np.testing.assert_allclose(a[0]._data, b[0]._data, rtol=1e-5, atol=1e-6)

@@ -16,7 +16,7 @@ below, by subject, re-exported as the same objects:
 - ``indexing``: take, take_rows, assign, add_at, scatter_extreme
 - ``reductions``: sum, reduce, softmax, log_softmax and their gradient, exp_sums, rowdot, dot_along,
   matmul, bmm, einsum
-- ``kernels``: the fused kernels (erf, gelu, layer_norm, relu, the Adam update, 2x2 max pooling, the LSTM step)
+- ``kernels``: the fused kernels (erf, gelu, layer_norm, relu, the Adam update, 2x2 max pooling, the LSTM and GRU steps)
 - ``native``: the optional C kernels those call on float32 arrays (NumPy is the fallback)
 - ``sort``: sort, top-k, median and mode indices, unique, searchsorted, bincount, histogram
 - ``scan``: cumsum, cumprod, logcumsumexp and the gradients of cumprod and logcumsumexp
@@ -49,8 +49,8 @@ from .elementwise import (_AXPY_CHUNK, absolute, add, add_into, arccos, arccosh,
                           maximum, minimum, multiply, negative, nextafter, not_equal, power, reciprocal, remainder,
                           right_shift, round_, sign, sin, sqrt, subtract, tan, tanh, times, trunc, where, zeros)
 from .indexing import add_at, assign, scatter_extreme, take, take_rows
-from .kernels import (adam_, erf, gelu, layer_norm, layer_norm_backward_, lstm_cell, lstm_cell_backward, lstm_native,
-                      max_pool2x2, max_pool2x2_backward, relu, relu_backward)
+from .kernels import (adam_, erf, gelu, gru_cell, gru_cell_backward, layer_norm, layer_norm_backward_, lstm_cell,
+                      lstm_cell_backward, max_pool2x2, max_pool2x2_backward, relu, relu_backward, rnn_native)
 from .linalg import (LinAlgError, cholesky, cofactor, det, eigh, inv, lu_factor, lu_permutation, matrix_rank, qr,
                      slogdet, solve, solve_triangular, svd)
 from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, einsum, exp_sums, log_softmax,

@@ -1,6 +1,7 @@
-"""Fused kernels: GELU (with its derivative), layer norm forward and backward, ReLU and its mask, and
-the Adam update. Each runs the native kernel (backend/native) on a float32 C-contiguous array and
-otherwise its NumPy path: erf and GELU in one blocked pass each, the layer norm by blocks of rows."""
+"""Fused kernels: GELU (with its derivative), layer norm forward and backward, ReLU and its mask,
+the Adam update, 2x2 max pooling and one LSTM or GRU step's gate math. Each runs the native kernel
+(backend/native) on a float32 C-contiguous array and otherwise its NumPy path: erf and GELU in one
+blocked pass each, the layer norm by blocks of rows (the recurrent layers keep their own NumPy gate math)."""
 
 from __future__ import annotations
 
@@ -387,3 +388,51 @@ def max_pool2x2_backward(g: Array, arg: Array, shape: tuple[int, ...]) -> Array 
     gx = empty(shape, g.dtype)
     k.max_pool2x2_backward(g, arg, gx, shape[2], shape[3])
     return gx
+
+
+# ---- LSTM and GRU cells ------------------------------------------------------------------------
+
+def rnn_native(*arrays: Array) -> bool:
+    """Whether the native LSTM/GRU step kernels take these arrays (float32, C-contiguous). A layer
+    asks once for the arrays it did not make itself, then calls ``lstm_cell``, ``gru_cell`` and
+    their backwards at every step; where this is False it runs its NumPy gate math instead."""
+    return all(_native(a) is not None for a in arrays)
+
+
+def lstm_cell(z: Array, zh: Array | None, bias: Array | None, c_prev: Array, c: Array, tanh_c: Array, h: Array,
+              h_next: Array | None) -> None:
+    """One LSTM step's gate math in one native pass (only after ``rnn_native`` said yes): z (B, 4H)
+    holds the pre-activations in PyTorch's gate order with the i, f, o columns halved (plus zh (B, 4H)
+    and bias (4H) where given: the input projection in z, the recurrent product in zh) and becomes
+    the activated gates; c = f c_prev + i g, tanh_c = tanh(c), h = o tanh_c (all (B, H)), and h is
+    also copied into the first H columns of h_next (B, K >= H; None: the last step)."""
+    hid = c.shape[-1]
+    ld = hid if h_next is None else h_next.shape[-1]
+    native.kernels.lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, hid, ld)  # type: ignore[union-attr]
+
+
+def lstm_cell_backward(gh: Array, dh: Array, dc: Array, gates: Array, c_prev: Array, tanh_c: Array,
+                       dz: Array) -> None:
+    """One LSTM step's backward gate math in one native pass (only after ``rnn_native`` said yes):
+    from the gradient reaching h from later steps (dh) plus the step's output gradient (gh), the one
+    reaching c (dc), and the forward's activated gates, c_prev and tanh_c, the pre-activation
+    gradients dz (B, 4H); dc becomes the gradient reaching c_prev (dz W_hh gives h_prev's)."""
+    native.kernels.lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, dc.shape[-1])  # type: ignore[union-attr]
+
+
+def gru_cell(xp: Array, hp: Array, b_hh: Array | None, h_prev: Array, gates: Array, hn: Array, h: Array) -> None:
+    """One GRU step's gate math in one native pass (only after ``rnn_native`` said yes): from the
+    step's input projection xp (B, 3H, with b_ih), the product hp = h_prev W_hh^T (B, 3H) and b_hh
+    (3H or None), the gates r, u = sigmoid(xp + hp + b_hh) and n = tanh(xp_n + r hn) into gates
+    (B, 3H), hn = hp_n + b_hn, and h = (h_prev - n) u + n (all (B, H))."""
+    native.kernels.gru_cell(xp, hp, b_hh, h_prev, gates, hn, h, h.shape[-1])  # type: ignore[union-attr]
+
+
+def gru_cell_backward(gh: Array, carry: Array, dm: Array, gates: Array, hn: Array, h_prev: Array, dx: Array,
+                      dhp: Array) -> None:
+    """One GRU step's backward gate math in one native pass (only after ``rnn_native`` said yes):
+    the gradient reaching h is carry + dm + gh (carry: the part through u from the later step; dm:
+    the later step's dhp W_hh; gh: the step's output gradient); writes dx (B, 3H), the input
+    projection's gradient, and dhp (B, 3H), that of h_prev W_hh^T + b_hh, and carry becomes the
+    gradient times u (h_prev's gradient is carry + dhp W_hh)."""
+    native.kernels.gru_cell_backward(gh, carry, dm, gates, hn, h_prev, dx, dhp, carry.shape[-1])  # type: ignore[union-attr]

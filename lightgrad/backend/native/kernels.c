@@ -2,9 +2,9 @@
 
    Each kernel is one pass (or one pass per row) where NumPy takes many: GELU and its derivative,
    layer norm forward and backward, softmax and log-softmax over the last axis and their gradients,
-   ReLU and its mask, the Adam update, and 2x2 max pooling forward and backward. The Python side
-   (backend/native/__init__.py and the backend functions) decides when a kernel is used: float32,
-   C-contiguous, non-empty, large enough.
+   ReLU and its mask, the Adam update, 2x2 max pooling forward and backward, and one LSTM or GRU
+   step's gate math forward and backward. The Python side (backend/native/__init__.py and the backend
+   functions) decides when a kernel is used: float32, C-contiguous, non-empty, large enough.
    Arrays arrive through the buffer protocol (PyBUF_SIMPLE: a contiguous buffer or an error), the
    GIL is released around large loops, and every size is checked here too, so a wrong call raises
    instead of touching memory it does not own.
@@ -519,6 +519,176 @@ LG_CLONES static void k_max_pool2x2_backward(const float *g, const uint8_t *arg,
     }
 }
 
+/* ---- LSTM and GRU cells: one time step's gate math (the GEMMs stay in BLAS) -------------------- */
+
+/* tanh with about PyTorch's float32 accuracy (Cephes' tanhf: a few ulp): the odd polynomial
+   x + x^3 P(x^2) below 0.625, where 1 - 2 / (e^2x + 1) would cancel, and that form above it (e^2x
+   overflowing to inf gives +-1). Both are computed and one is selected, so the loop vectorises;
+   NaN stays NaN and -0.0 stays -0.0. */
+LG_INLINE float lg_tanhf(float x) {
+    float a = fabsf(x), s = x * x;
+    float big = 1.0f - 2.0f / (lg_expf(a + a) + 1.0f);
+    float p = -5.70498872745e-3f;
+    p = p * s + 2.06390887954e-2f;
+    p = p * s - 5.37397155531e-2f;
+    p = p * s + 1.33314422036e-1f;
+    p = p * s - 3.33332819422e-1f;
+    p = p * s * x + x;
+    return copysignf(a >= 0.625f ? big : p, x); /* (p alone loses -0.0's sign: -0 * ... + -0 is +0) */
+}
+
+/* the logistic sigmoid 1 / (1 + e^-x), as PyTorch's (the lower tail keeps its relative accuracy;
+   e^-x overflowing to inf gives 0) */
+LG_INLINE float lg_sigmoidf(float x) { return 1.0f / (1.0f + lg_expf(-x)); }
+
+/* z += zh (+ bias): a step's recurrent product and bias added to its input projection */
+LG_INLINE void lg_lstm_pre(float *restrict z, const float *restrict zh, const float *restrict bias, Py_ssize_t n) {
+    if (bias)
+        for (Py_ssize_t j = 0; j < n; j++) z[j] = (z[j] + zh[j]) + bias[j];
+    else
+        for (Py_ssize_t j = 0; j < n; j++) z[j] = z[j] + zh[j];
+}
+
+/* One LSTM step over `rows` batch rows, PyTorch's gate order (i, f, g, o). z (rows, 4 hid) holds
+   the pre-activations (the input projection, to which zh (rows, 4 hid) and bias (4 hid) are added
+   first where given) with the i, f, o columns halved (the NumPy path's sigmoid(x) = (1 + tanh(x/2))
+   / 2 shares the weights; doubling is exact) and is overwritten by the activated gates; then
+   c = f c_prev + i g, tanh_c = tanh(c), h = o tanh_c, and h is also written to the first hid
+   entries of each row of h_next (row stride ld; NULL: not wanted), the next step's GEMM input.
+   A batch row at a time, its pointers restrict (the gates are four separate column blocks): so the
+   loop vectorises without run-time overlap checks, which GCC gives up on for this many pointers. */
+LG_INLINE void lg_lstm_row(float *restrict zi, float *restrict zf, float *restrict zg, float *restrict zo,
+                           const float *restrict cp, float *restrict cr, float *restrict tr, float *restrict hr,
+                           Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float i = lg_sigmoidf(2.0f * zi[j]), f = lg_sigmoidf(2.0f * zf[j]);
+        float g = lg_tanhf(zg[j]), o = lg_sigmoidf(2.0f * zo[j]);
+        zi[j] = i;
+        zf[j] = f;
+        zg[j] = g;
+        zo[j] = o;
+        float cv = f * cp[j] + i * g, th = lg_tanhf(cv);
+        cr[j] = cv;
+        tr[j] = th;
+        hr[j] = o * th;
+    }
+}
+
+LG_CLONES static void k_lstm_cell(float *z, const float *zh, const float *bias, const float *c_prev, float *c,
+                                  float *tanh_c, float *h, float *h_next, Py_ssize_t ld, Py_ssize_t rows,
+                                  Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *zr = z + r * 4 * hid, *hr = h + r * hid;
+        if (zh) lg_lstm_pre(zr, zh + r * 4 * hid, bias, 4 * hid);
+        lg_lstm_row(zr, zr + hid, zr + 2 * hid, zr + 3 * hid, c_prev + r * hid, c + r * hid, tanh_c + r * hid, hr,
+                    hid);
+        if (h_next) memcpy(h_next + r * ld, hr, (size_t)hid * sizeof(float));
+    }
+}
+
+/* Its backward for one step: dh (the gradient reaching h from the later steps) plus gh (the loss's
+   own, this step's output gradient) and dc (reaching c) give the pre-activation gradients dz (rows,
+   4 hid) from the activated gates, c_prev and tanh_c; dc is overwritten by the gradient reaching
+   c_prev (the caller's GEMM dz W_hh then gives h_prev's). The NumPy path's order of operations. */
+LG_INLINE void lg_lstm_row_backward(const float *restrict gi, const float *restrict gf, const float *restrict gg,
+                                    const float *restrict go, const float *restrict ghr, const float *restrict dhr,
+                                    const float *restrict cp, const float *restrict tr, float *restrict dcr,
+                                    float *restrict di, float *restrict df, float *restrict dg, float *restrict dO,
+                                    Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float i = gi[j], f = gf[j], g = gg[j], o = go[j], th = tr[j];
+        float d = dhr[j] + ghr[j];
+        float dcv = dcr[j] + d * ((1.0f - th * th) * o);
+        di[j] = ((i - i * i) * g) * dcv;
+        df[j] = ((f - f * f) * cp[j]) * dcv;
+        dg[j] = ((1.0f - g * g) * i) * dcv;
+        dO[j] = ((o - o * o) * th) * d;
+        dcr[j] = dcv * f;
+    }
+}
+
+LG_CLONES static void k_lstm_cell_backward(const float *gh, const float *dh, float *dc, const float *gates,
+                                           const float *c_prev, const float *tanh_c, float *dz, Py_ssize_t rows,
+                                           Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *ga = gates + r * 4 * hid;
+        float *d = dz + r * 4 * hid;
+        Py_ssize_t o = r * hid;
+        lg_lstm_row_backward(ga, ga + hid, ga + 2 * hid, ga + 3 * hid, gh + o, dh + o, c_prev + o, tanh_c + o, dc + o,
+                             d, d + hid, d + 2 * hid, d + 3 * hid, hid);
+    }
+}
+
+/* One GRU step, PyTorch's gate order (r, z, n; z is called u here): xp (rows, 3 hid) is the step's
+   input projection with b_ih, hp (rows, 3 hid) the product h_prev W_hh^T, bias b_hh (3 hid, or NULL);
+   r = sigmoid(xp_r + (hp_r + b_r)), u likewise, hn = hp_n + b_n (saved: n's backward needs it),
+   n = tanh(r hn + xp_n), h = (h_prev - n) u + n: the NumPy path's order of operations. gates
+   (rows, 3 hid) receives r, u, n. has_b is a constant where this is inlined: a loop each, both
+   vectorised (a test of b inside the loop kept it scalar). */
+LG_INLINE void lg_gru_row(const float *restrict xp, const float *restrict hp, const float *restrict b,
+                          const float *restrict hprev, float *restrict gates, float *restrict hn, float *restrict h,
+                          Py_ssize_t hid, const int has_b) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float hr = hp[j], hu = hp[hid + j], hnv = hp[2 * hid + j];
+        if (has_b) {
+            hr = hr + b[j];
+            hu = hu + b[hid + j];
+            hnv = hnv + b[2 * hid + j];
+        }
+        float r = lg_sigmoidf(xp[j] + hr), u = lg_sigmoidf(xp[hid + j] + hu);
+        float n = lg_tanhf(r * hnv + xp[2 * hid + j]);
+        gates[j] = r;
+        gates[hid + j] = u;
+        gates[2 * hid + j] = n;
+        hn[j] = hnv;
+        h[j] = (hprev[j] - n) * u + n;
+    }
+}
+
+LG_CLONES static void k_gru_cell(const float *xp, const float *hp, const float *b, const float *hprev, float *gates,
+                                 float *hn, float *h, Py_ssize_t rows, Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t o = r * hid, o3 = 3 * o;
+        if (b)
+            lg_gru_row(xp + o3, hp + o3, b, hprev + o, gates + o3, hn + o, h + o, hid, 1);
+        else
+            lg_gru_row(xp + o3, hp + o3, b, hprev + o, gates + o3, hn + o, h + o, hid, 0);
+    }
+}
+
+/* Its backward for one step: the gradient reaching h is (carry + dm) + gh (carry: the part through
+   u from the later step, dm: the later step's dhp W_hh, gh: this step's output gradient); gives dhp
+   (rows, 3 hid), the gradient of hp + b_hh, and dx (rows, 3 hid), that of the input projection;
+   carry becomes this gradient times u (the caller adds dhp W_hh for h_prev's). */
+LG_INLINE void lg_gru_row_backward(const float *restrict gh, float *restrict carry, const float *restrict dm,
+                                   const float *restrict gates, const float *restrict hn,
+                                   const float *restrict hprev, float *restrict dx, float *restrict dhp,
+                                   Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float r = gates[j], u = gates[hid + j], n = gates[2 * hid + j];
+        float d = (carry[j] + dm[j]) + gh[j];
+        float dn = d * ((1.0f - u) * (1.0f - n * n));
+        float dr = dn * (hn[j] * (r * (1.0f - r)));
+        float du = d * ((hprev[j] - n) * (u * (1.0f - u)));
+        dx[j] = dr;
+        dx[hid + j] = du;
+        dx[2 * hid + j] = dn;
+        dhp[j] = dr;
+        dhp[hid + j] = du;
+        dhp[2 * hid + j] = dn * r;
+        carry[j] = d * u;
+    }
+}
+
+LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const float *dm, const float *gates,
+                                          const float *hn, const float *hprev, float *dx, float *dhp,
+                                          Py_ssize_t rows, Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t o = r * hid, o3 = 3 * o;
+        lg_gru_row_backward(gh + o, carry + o, dm + o, gates + o3, hn + o, hprev + o, dx + o3, dhp + o3, hid);
+    }
+}
+
 /* ---- the binding -------------------------------------------------------------------------------- */
 
 /* Buffers held by one call, released together. */
@@ -547,6 +717,11 @@ static void *lg_get_items(lg_bufs *b, PyObject *o, int writable, int optional, P
                           const char *name, int *err) {
     if (*err) return NULL;
     if (o == Py_None && optional) return NULL;
+    if (b->k >= (int)(sizeof b->v / sizeof b->v[0])) { /* (the LSTM and GRU steps hold all eight) */
+        PyErr_SetString(PyExc_SystemError, "lightgrad native kernels: too many buffers in one call");
+        *err = 1;
+        return NULL;
+    }
     Py_buffer *view = &b->v[b->k];
     if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
         *err = 1;
@@ -803,7 +978,127 @@ static PyObject *py_max_pool2x2_backward(PyObject *self, PyObject *const *args, 
     return lg_pool_call(args, nargs, 1);
 }
 
+/* lstm_cell(z, zh_or_None, bias_or_None, c_prev, c, tanh_c, h, h_next_or_None, hid, ld): z and zh
+   are (rows, 4 hid), bias (4 hid) (only with zh), the others (rows, hid), h_next rows of ld >= hid */
+static PyObject *py_lstm_cell(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 10, "lstm_cell")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[8]), ld = PyLong_AsSsize_t(args[9]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[3]);
+    if (size < 0) return NULL;
+    if (hid <= 0 || size % hid || ld < hid)
+        return PyErr_Format(PyExc_ValueError, "lstm_cell: %zd entries are not rows of %zd (row stride %zd)", size,
+                            hid, ld);
+    Py_ssize_t rows = size / hid;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    float *z = lg_get(&b, args[0], 1, 0, 4 * size, "z", &err);
+    const float *zh = lg_get(&b, args[1], 0, 1, 4 * size, "zh", &err);
+    const float *bias = lg_get(&b, args[2], 0, 1, 4 * hid, "bias", &err);
+    const float *c_prev = lg_get(&b, args[3], 0, 0, size, "c_prev", &err);
+    float *c = lg_get(&b, args[4], 1, 0, size, "c", &err);
+    float *tanh_c = lg_get(&b, args[5], 1, 0, size, "tanh_c", &err);
+    float *h = lg_get(&b, args[6], 1, 0, size, "h", &err);
+    float *h_next = lg_get(&b, args[7], 1, 1, rows * ld, "h_next", &err);
+    if (!err && bias && !zh) {
+        PyErr_SetString(PyExc_ValueError, "lstm_cell: a bias needs zh");
+        err = 1;
+    }
+    if (!err) LG_RUN(4 * size, k_lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, ld, rows, hid));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, hid): gates and dz are (rows, 4 hid),
+   the others (rows, hid) */
+static PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 8, "lstm_cell_backward")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[2]);
+    if (size < 0) return NULL;
+    if (hid <= 0 || size % hid)
+        return PyErr_Format(PyExc_ValueError, "lstm_cell_backward: %zd entries are not rows of %zd", size, hid);
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *gh = lg_get(&b, args[0], 0, 0, size, "gh", &err);
+    const float *dh = lg_get(&b, args[1], 0, 0, size, "dh", &err);
+    float *dc = lg_get(&b, args[2], 1, 0, size, "dc", &err);
+    const float *gates = lg_get(&b, args[3], 0, 0, 4 * size, "gates", &err);
+    const float *c_prev = lg_get(&b, args[4], 0, 0, size, "c_prev", &err);
+    const float *tanh_c = lg_get(&b, args[5], 0, 0, size, "tanh_c", &err);
+    float *dz = lg_get(&b, args[6], 1, 0, 4 * size, "dz", &err);
+    if (!err) LG_RUN(4 * size, k_lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, size / hid, hid));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* gru_cell(xp, hp, b_hh_or_None, h_prev, gates, hn, h, hid): xp, hp and gates are (rows, 3 hid),
+   b_hh (3 hid), the others (rows, hid) */
+static PyObject *py_gru_cell(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 8, "gru_cell")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[3]);
+    if (size < 0) return NULL;
+    if (hid <= 0 || size % hid)
+        return PyErr_Format(PyExc_ValueError, "gru_cell: %zd entries are not rows of %zd", size, hid);
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *xp = lg_get(&b, args[0], 0, 0, 3 * size, "xp", &err);
+    const float *hp = lg_get(&b, args[1], 0, 0, 3 * size, "hp", &err);
+    const float *bias = lg_get(&b, args[2], 0, 1, 3 * hid, "bias", &err);
+    const float *hprev = lg_get(&b, args[3], 0, 0, size, "h_prev", &err);
+    float *gates = lg_get(&b, args[4], 1, 0, 3 * size, "gates", &err);
+    float *hn = lg_get(&b, args[5], 1, 0, size, "hn", &err);
+    float *h = lg_get(&b, args[6], 1, 0, size, "h", &err);
+    if (!err) LG_RUN(3 * size, k_gru_cell(xp, hp, bias, hprev, gates, hn, h, size / hid, hid));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* gru_cell_backward(gh, carry, dm, gates, hn, h_prev, dx, dhp, hid): gates, dx and dhp are
+   (rows, 3 hid), the others (rows, hid) */
+static PyObject *py_gru_cell_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 9, "gru_cell_backward")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[8]);
+    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t size = lg_count(args[1]);
+    if (size < 0) return NULL;
+    if (hid <= 0 || size % hid)
+        return PyErr_Format(PyExc_ValueError, "gru_cell_backward: %zd entries are not rows of %zd", size, hid);
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *gh = lg_get(&b, args[0], 0, 0, size, "gh", &err);
+    float *carry = lg_get(&b, args[1], 1, 0, size, "carry", &err);
+    const float *dm = lg_get(&b, args[2], 0, 0, size, "dm", &err);
+    const float *gates = lg_get(&b, args[3], 0, 0, 3 * size, "gates", &err);
+    const float *hn = lg_get(&b, args[4], 0, 0, size, "hn", &err);
+    const float *hprev = lg_get(&b, args[5], 0, 0, size, "h_prev", &err);
+    float *dx = lg_get(&b, args[6], 1, 0, 3 * size, "dx", &err);
+    float *dhp = lg_get(&b, args[7], 1, 0, 3 * size, "dhp", &err);
+    if (!err) LG_RUN(3 * size, k_gru_cell_backward(gh, carry, dm, gates, hn, hprev, dx, dhp, size / hid, hid));
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef lg_methods[] = {
+    {"gru_cell", (PyCFunction)(void (*)(void))py_gru_cell, METH_FASTCALL,
+     "gru_cell(xp, hp, b_hh, h_prev, gates, hn, h, hid): one GRU step's gate math"},
+    {"gru_cell_backward", (PyCFunction)(void (*)(void))py_gru_cell_backward, METH_FASTCALL,
+     "gru_cell_backward(gh, carry, dm, gates, hn, h_prev, dx, dhp, hid): its gradients; carry updated"},
+    {"lstm_cell", (PyCFunction)(void (*)(void))py_lstm_cell, METH_FASTCALL,
+     "lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, hid, ld): one LSTM step's gate math (z: halved i, f, o)"},
+    {"lstm_cell_backward", (PyCFunction)(void (*)(void))py_lstm_cell_backward, METH_FASTCALL,
+     "lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, hid): its pre-activation gradients; dc updated"},
     {"max_pool2x2", (PyCFunction)(void (*)(void))py_max_pool2x2, METH_FASTCALL,
      "max_pool2x2(x, out, arg, h, w): 2x2 stride-2 max pooling, with the winning taps (uint8)"},
     {"max_pool2x2_backward", (PyCFunction)(void (*)(void))py_max_pool2x2_backward, METH_FASTCALL,

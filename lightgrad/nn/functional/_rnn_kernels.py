@@ -90,7 +90,11 @@ class LSTMLayer(Function):
     array to read back and add each step), and the weight gradients are one product over all
     steps. The i, f, o columns of W are halved (exact: a power of two) because
     sigmoid(x) = (1 + tanh(x/2)) / 2: one tanh activates all four gates, and one multiply-add
-    maps the i, f, o parts to (1 + tanh) / 2; every op is a whole, contiguous (B, 4H) block."""
+    maps the i, f, o parts to (1 + tanh) / 2; every op is a whole, contiguous (B, 4H) block.
+    Where the native kernels take the arrays (float32), a step is instead the product h W_hh plus
+    one native pass (``B.lstm_cell``) that adds it and the bias to the step's input projection,
+    made for all steps in one product before the loop, and does the gate math; the backward's gate
+    math is one native pass a step too (``B.lstm_cell_backward``)."""
 
     def forward(self, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
         t_len, batch, n_in = x.shape
@@ -119,20 +123,34 @@ class LSTMLayer(Function):
         mm, add, mul, tanh = B.xp.matmul, B.xp.add, B.xp.multiply, B.xp.tanh
         c = c0
         step = -1 if reverse else 1
-        for t in steps:
-            z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
-            mm(hx[t], w, out=z)
-            tanh(z, out=z)
-            mul(z, half, out=z)
-            add(z, shift, out=z)
-            mul(z[:, hid:h2], c, out=cn)  # c' = f c + i g
-            mul(z[:, :hid], z[:, h2:h3], out=tmp)
-            add(cn, tmp, out=cn)
-            tanh(cn, out=th)
-            mul(z[:, h3:], th, out=o)  # h' = o tanh(c')
-            if 0 <= t + step < t_len:
-                hx[t + step, :, :hid] = o
-            c = cn
+        if B.rnn_native(h0, c0, gates):
+            # the input projections of all steps in one product (one large GEMM runs faster than
+            # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes); the
+            # native pass adds each step's h W_hh and the bias, then does the gate math
+            mm(B.reshape(x, (t_len * batch, n_in)), w[hid:hid + n_in], out=B.reshape(gates, (t_len * batch, 4 * hid)))
+            bias = w[-1] if b_ih is not None else None
+            zh = B.xp.empty((batch, 4 * hid), x.dtype)
+            h = h0
+            for t in steps:
+                nxt = hx[t + step] if 0 <= t + step < t_len else None
+                mm(h, w[:hid], out=zh)
+                B.lstm_cell(gates[t], zh, bias, c, cells[t], tanh_c[t], out[t], nxt)
+                c, h = cells[t], out[t]
+        else:
+            for t in steps:
+                z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
+                mm(hx[t], w, out=z)
+                tanh(z, out=z)
+                mul(z, half, out=z)
+                add(z, shift, out=z)
+                mul(z[:, hid:h2], c, out=cn)  # c' = f c + i g
+                mul(z[:, :hid], z[:, h2:h3], out=tmp)
+                add(cn, tmp, out=cn)
+                tanh(cn, out=th)
+                mul(z[:, h3:], th, out=o)  # h' = o tanh(c')
+                if 0 <= t + step < t_len:
+                    hx[t + step, :, :hid] = o
+                c = cn
         out[t_len] = c
         self.reverse = reverse
         self.saved = (w_ih, w_hh, c0, hx, out, gates, cells, tanh_c)
@@ -144,27 +162,17 @@ class LSTMLayer(Function):
         w_ih, w_hh, c0, hx, out, gates, cells, tanh_c = self.saved
         t_len, batch, k = hx.shape
         hid, n_in = c0.shape[1], w_ih.shape[1]
-        # everything that does not depend on the recurrence first, so that the step loop is only
-        # dh -> dc -> gate gradients -> dh through W_hh; in blocks of steps whose arrays stay
-        # in the CPU cache across the dozen passes (whole arrays: ~3% slower per training step)
         dz = B.empty(gates.shape, gates.dtype)
-        to_c = B.empty(tanh_c.shape, gates.dtype)
-        for lo in range(0, t_len, _LSTM_BLOCK):
-            _lstm_factors(gates, cells, tanh_c, c0, lo, min(lo + _LSTM_BLOCK, t_len), self.reverse, dz, to_c)
-        z4 = B.reshape(dz, (t_len, batch, 4, hid))
-        f = B.reshape(gates, z4.shape)[:, :, 1]
         dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
-        tmp = B.xp.empty((batch, hid), gates.dtype)
-        for t in _steps(t_len, not self.reverse):
-            dh += g[t]
-            B.xp.multiply(dh, to_c[t], out=tmp)
-            dc += tmp
-            zt = z4[t]
-            B.xp.multiply(zt[:, :3], dc[:, None, :], out=zt[:, :3])
-            B.xp.multiply(zt[:, 3], dh, out=zt[:, 3])
-            dc *= f[t]
-            B.xp.matmul(dz[t], w_hh, out=dh)
+        if B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
+            first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
+            for t in _steps(t_len, not self.reverse):
+                B.lstm_cell_backward(g[t], dh, dc, gates[t], c0 if t == first else cells[t + back], tanh_c[t],
+                                     dz[t])
+                B.xp.matmul(dz[t], w_hh, out=dh)
+        else:
+            _lstm_backward_steps(g, gates, cells, tanh_c, c0, w_hh, self.reverse, dz, dh, dc)
         flat = B.reshape(dz, (-1, 4 * hid))
         gw = B.matmul(B.transpose(flat), B.reshape(hx, (-1, k)))  # (4H, K): [dW_hh, dW_ih, db]
         gb = gw[:, -1] if k > hid + n_in else None
@@ -173,6 +181,30 @@ class LSTMLayer(Function):
 
 
 _LSTM_BLOCK = 8  # time steps per block of the backward's step-independent passes
+
+
+def _lstm_backward_steps(g, gates, cells, tanh_c, c0, w_hh, reverse, dz, dh, dc):
+    """The NumPy path of the LSTM backward's step loop: dz, and dh, dc (given as zeros and the final
+    cell's gradient) become the gradients reaching h0 and c0."""
+    t_len, batch, hid = tanh_c.shape
+    # everything that does not depend on the recurrence first, so that the step loop is only
+    # dh -> dc -> gate gradients -> dh through W_hh; in blocks of steps whose arrays stay
+    # in the CPU cache across the dozen passes (whole arrays: ~3% slower per training step)
+    to_c = B.empty(tanh_c.shape, gates.dtype)
+    for lo in range(0, t_len, _LSTM_BLOCK):
+        _lstm_factors(gates, cells, tanh_c, c0, lo, min(lo + _LSTM_BLOCK, t_len), reverse, dz, to_c)
+    z4 = B.reshape(dz, (t_len, batch, 4, hid))
+    f = B.reshape(gates, z4.shape)[:, :, 1]
+    tmp = B.xp.empty((batch, hid), gates.dtype)
+    for t in _steps(t_len, not reverse):
+        dh += g[t]
+        B.xp.multiply(dh, to_c[t], out=tmp)
+        dc += tmp
+        zt = z4[t]
+        B.xp.multiply(zt[:, :3], dc[:, None, :], out=zt[:, :3])
+        B.xp.multiply(zt[:, 3], dh, out=zt[:, 3])
+        dc *= f[t]
+        B.xp.matmul(dz[t], w_hh, out=dh)
 
 
 def _lstm_factors(gates, cells, tanh_c, c0, lo, hi, reverse, dz, to_c):
@@ -214,23 +246,30 @@ class GRULayer(Function):
         hn = B.empty((t_len, *h0.shape), xp.dtype)  # h W_hn^T + b_hn, saved for backward
         whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM per step
         h = h0
-        for t in _steps(t_len, reverse):
-            hp = B.matmul(h, whT)
-            if b_hh is not None:
-                hp += b_hh
-            z = gates[t]
-            B.xp.add(xp[t, :, :2 * hid], hp[:, :2 * hid], out=z[:, :2 * hid])
-            _sigmoid_(z[:, :2 * hid])
-            hn[t] = hp[:, 2 * hid:]
-            n = z[:, 2 * hid:]
-            B.xp.multiply(z[:, :hid], hn[t], out=n)
-            n += xp[t, :, 2 * hid:]
-            B.xp.tanh(n, out=n)
-            o = out[t]
-            B.xp.subtract(h, n, out=o)  # h' = n + u * (h - n)
-            o *= z[:, hid:2 * hid]
-            o += n
-            h = o
+        if B.rnn_native(xp, h0, gates) and (b_hh is None or B.rnn_native(b_hh)):  # one native pass a step
+            hp = B.xp.empty((h0.shape[0], 3 * hid), xp.dtype)
+            for t in _steps(t_len, reverse):
+                B.xp.matmul(h, whT, out=hp)
+                B.gru_cell(xp[t], hp, b_hh, h, gates[t], hn[t], out[t])
+                h = out[t]
+        else:
+            for t in _steps(t_len, reverse):
+                hp = B.matmul(h, whT)
+                if b_hh is not None:
+                    hp += b_hh
+                z = gates[t]
+                B.xp.add(xp[t, :, :2 * hid], hp[:, :2 * hid], out=z[:, :2 * hid])
+                _sigmoid_(z[:, :2 * hid])
+                hn[t] = hp[:, 2 * hid:]
+                n = z[:, 2 * hid:]
+                B.xp.multiply(z[:, :hid], hn[t], out=n)
+                n += xp[t, :, 2 * hid:]
+                B.xp.tanh(n, out=n)
+                o = out[t]
+                B.xp.subtract(h, n, out=o)  # h' = n + u * (h - n)
+                o *= z[:, hid:2 * hid]
+                o += n
+                h = o
         self.reverse = reverse
         self.saved = (w_hh, h0, out, gates, hn)
         return out
@@ -241,6 +280,13 @@ class GRULayer(Function):
         w_hh, h0, out, gates, hn = self.saved
         t_len, hid = gates.shape[0], h0.shape[1]
         prev = _prev_states(out, h0, self.reverse)
+        if B.rnn_native(g, gates):  # one native pass a step
+            dx, dhp = B.empty(gates.shape, gates.dtype), B.empty(gates.shape, gates.dtype)
+            carry, dm = B.zeros(h0.shape, gates.dtype), B.zeros(h0.shape, gates.dtype)
+            for t in _steps(t_len, not self.reverse):
+                B.gru_cell_backward(g[t], carry, dm, gates[t], hn[t], prev[t], dx[t], dhp[t])
+                B.xp.matmul(dhp[t], w_hh, out=dm)
+            return self._weight_grads(dx, dhp, prev, B.add(carry, dm))
         g3 = B.reshape(gates, (*gates.shape[:2], 3, hid))
         r, u, n = g3[:, :, 0], g3[:, :, 1], g3[:, :, 2]
         # the factors that do not depend on the recurrence, for all steps at once
@@ -260,7 +306,12 @@ class GRULayer(Function):
             dh *= u[t]
             dh += B.matmul(B.reshape(dhp[t], (-1, 3 * hid)), w_hh)
         dx[:, :, :2] = dhp[:, :, :2]
+        return self._weight_grads(dx, dhp, prev, dh)
+
+    def _weight_grads(self, dx, dhp, prev, dh):
+        """(input projections', W_hh's, b_hh's, h0's gradients) from the step loop's results."""
+        hid = prev.shape[2]
         flat = B.reshape(dhp, (-1, 3 * hid))
         gw = B.matmul(B.transpose(flat), B.reshape(prev, (-1, hid)))
         gb = B.sum(flat, axis=0) if self.needs(2) else None
-        return B.reshape(dx, gates.shape), gw, gb, dh
+        return B.reshape(dx, (*prev.shape[:2], 3 * hid)), gw, gb, dh
