@@ -545,9 +545,14 @@ def test_plain_safetensors_file_loads_as_flat_dict(tmp_path: Path) -> None:
         assert back[k].dtype == lightgrad.float64 if k == "a" else back[k].dtype == lightgrad.int32
         assert back[k].numpy().tobytes() == a.tobytes()
     assert S.verify(path)["checksum_verified"] is False
-    st_numpy.save_file({"u": np.zeros(2, np.uint16)}, path)
-    with pytest.raises(CheckpointError, match="'u' has dtype 'U16'"):
-        lightgrad.load(path)
+    unsigned = {f"u{bits}": np.arange(3, dtype=f"uint{bits}") * 7 for bits in (16, 32, 64)}
+    st_numpy.save_file(unsigned, path)  # (U16/U32/U64, which PyTorch 2.13 reads and writes too)
+    back = lightgrad.load(path)
+    for k, a in unsigned.items():
+        assert back[k].dtype == getattr(lightgrad, "uint" + k[1:]) and back[k].numpy().tobytes() == a.tobytes()
+    lightgrad.save(back, path)
+    again = st_numpy.load_file(path)
+    assert all(again[k].dtype == a.dtype and (again[k] == a).all() for k, a in unsigned.items())
 
 
 class _Marker:

@@ -33,6 +33,7 @@ _CODES: dict[str, np.dtype] = {
     "F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),
     "I64": np.dtype(np.int64), "I32": np.dtype(np.int32), "I16": np.dtype(np.int16),
     "I8": np.dtype(np.int8), "U8": np.dtype(np.uint8), "BOOL": np.dtype(np.bool_),
+    "U16": np.dtype(np.uint16), "U32": np.dtype(np.uint32), "U64": np.dtype(np.uint64),
 }
 try:  # bfloat16 is lightgrad's where ml_dtypes is installed; BF16 is read as float32 where it isn't
     _CODES["BF16"] = np.dtype(D.bfloat16.np)
