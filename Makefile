@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # PyTorch 2.13 is the reference the parity tests compare against (a test-only install, never a
 # dependency of lightgrad): without it about half of the suite would skip
-$(STAMP): pyproject.toml setup.py lightgrad/backend/native/kernels.c | $(BIN)/python
+$(STAMP): pyproject.toml setup.py lightgrad/backend/native/kernels.c lightgrad/backend/native/random.c | $(BIN)/python
 	$(BIN)/pip install -q -e ".[test,demo,distributed]" "torch==2.13.0"
 	touch $(STAMP)
 
@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml setup.py lightgrad/backend/native/kernels.c | $(BIN)/py
 # tests of what they replace run again on the NumPy path alone.
 NUMPY_PATH_TESTS := tests/test_native_kernels.py tests/test_ops.py tests/test_optim.py tests/test_compile.py \
 	tests/test_autograd.py tests/test_nn_layers.py tests/test_nn_loss.py tests/test_nn_attention.py \
-	tests/test_nn_transformer.py tests/test_nn_pool.py tests/test_nn_conv.py
+	tests/test_nn_transformer.py tests/test_nn_pool.py tests/test_nn_conv.py tests/test_nn_rnn.py \
+	tests/test_random_streams.py
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -1,6 +1,6 @@
-"""Builds lightgrad's optional native kernels (lightgrad/backend/native/kernels.c); the metadata is in
-pyproject.toml. The extension is optional: without a C compiler the install still succeeds and
-lightgrad runs on its NumPy path.
+"""Builds lightgrad's optional native kernels (lightgrad/backend/native/kernels.c, and random.c for the
+random-number transforms); the metadata is in pyproject.toml. The extensions are optional: without a
+C compiler the install still succeeds and lightgrad runs on its NumPy path.
 
 The build targets the platform's baseline, with AVX2 and AVX-512 variants chosen at run time, so a
 wheel runs on any x86-64. ``LIGHTGRAD_NATIVE_MARCH=native pip install -e .`` builds for this
@@ -34,6 +34,7 @@ class _BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"], optional=True)],
+    ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"], optional=True),
+                 Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"], optional=True)],
     cmdclass={"build_ext": _BuildExt},
 )

@@ -24,6 +24,10 @@ against torch 2.13 on this machine (tests/test_random_streams.py):
 - bernoulli_(p) takes the double path, as ATen does on non-Intel CPUs; on Intel CPUs PyTorch's MKL
   build draws one word and runs MKL's own stream instead (not reproduced).
 - A fill of a strided array runs in TensorIterator's order: memory order, the largest stride outermost.
+
+Where the native kernels are built (native.random, from native/random.c), the float Box-Muller, the
+randperm swaps and the per-element glibc calls run there, with the same values as the NumPy code here
+(tests/test_native_random.py compares the two bit for bit).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from . import native
 from .shapes import Array
 from .threads import parallel
 
@@ -194,8 +199,31 @@ def _fma(a: Array, b: float, c: float, dt: np.dtype) -> Array:
     return _fma32(a, np.float32(b), np.float32(c)) if dt == _F32 else _fma64(a, b, c)
 
 
+def _c_log(v: float) -> float:
+    """glibc's log as C calls it: -inf at 0 and NaN below (where ``math.log`` raises)."""
+    return math.log(v) if v > 0 else -math.inf if v == 0 else math.nan
+
+
+def _c_exp(v: float) -> float:
+    """glibc's exp as C calls it: inf past the range (where ``math.exp`` raises)."""
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
+# the native kernel's number for each function (random.c's libm: the same glibc functions)
+_LIBM_OPS = {math.log: 0, _c_log: 0, math.log1p: 1, math.exp: 2, _c_exp: 2, math.tan: 3, math.cos: 4, math.sin: 5}
+
+
 def _libm(f: Any, x: Array) -> Array:
     """glibc's double ``f`` per element (ATen's results), for double outputs."""
+    k = native.random
+    if k is not None:
+        x = np.ascontiguousarray(x, np.float64)
+        out = np.empty(x.shape, np.float64)
+        k.libm(_LIBM_OPS[f], x, out)
+        return out
     flat = np.ravel(x)
     return np.fromiter(map(f, flat.tolist()), np.float64, flat.size).reshape(np.shape(x))
 
@@ -342,9 +370,12 @@ def _box_muller_rows(u: Array, out: Array) -> None:
 
 
 def _box_muller16_f64(u: Array) -> Array:
-    """ATen's double NormalFill16 (glibc log; NumPy's cos and sin are glibc's on x86-64)."""
+    """ATen's double NormalFill16 (glibc log; NumPy's cos and sin are glibc's on x86-64, and slower
+    than the native kernel's calls to them)."""
     radius = np.sqrt(-2.0 * _libm(math.log, 1.0 - u[:, :8]))
     theta = (2.0 * math.pi) * u[:, 8:]
+    if native.random is not None:
+        return np.concatenate([radius * _libm(math.cos, theta), radius * _libm(math.sin, theta)], 1)
     return np.concatenate([radius * np.cos(theta), radius * np.sin(theta)], 1)
 
 
@@ -366,6 +397,27 @@ def _normal_blocks(eng: Engine, n: int, dt: np.dtype) -> Array:
     out[:full] = v[:full]
     out[n - 16:] = v[full:]
     return out
+
+
+def _normal_blocks_native(eng: Engine, out: Array, mean: float, std: float) -> None:
+    """_normal_blocks and the affine step of normal_ for float opmath in one native pass (random.c's
+    normal_f32): the same words drawn in the same order, the same values."""
+    k = native.random
+    assert k is not None
+    n, dt = out.size, out.dtype
+    full = n - n % 16
+    s32, m32 = float(_F32.type(std)), float(_F32.type(mean))
+    # normal_'s affine step as _fma computes it: none, a product plus 0 when the mean rounds to 0, an fma
+    affine = 0 if (mean == 0 and std == 1) else 1 if m32 == 0 else 2
+    v = out if dt == _F32 else np.empty(n, _F32)
+    words = eng.random(n if dt == _F32 else full)  # (float fills all n uniforms first, as _normal_blocks)
+    k.normal_f32(words[:full], v[:full], affine, s32, m32)
+    if n % 16:  # the last block from 16 fresh uniforms
+        tail = np.empty(16, _F32)
+        k.normal_f32(eng.random(16), tail, affine, s32, m32)
+        v[n - 16:] = tail
+    if v is not out:
+        out[...] = v.astype(dt)
 
 
 def _normal_scalar(eng: Engine, n: int, exact: bool) -> Array:
@@ -408,6 +460,9 @@ def normal_(eng: Engine, out: Array, mean: float = 0.0, std: float = 1.0) -> Non
         return
     if n >= 16 and out.flags.c_contiguous:
         op = _opmath(dt)
+        if op == _F32 and native.random is not None:
+            _normal_blocks_native(eng, out.reshape(-1), mean, std)
+            return
         v = _normal_blocks(eng, n, dt)
         if not (mean == 0 and std == 1):
             v = _fma(v, float(op.type(std)), float(op.type(mean)), op)
@@ -423,7 +478,7 @@ def log_normal_(eng: Engine, out: Array, mean: float, std: float) -> None:
     """exp of normal_distribution<double>(mean, std) per element (the scalar normal path, cache and all)."""
     exact = out.dtype == _F64
     v = _fma(_normal_scalar(eng, out.size, exact), std, mean, _F64)
-    _store(out, _narrow(_libm(math.exp, v) if exact else np.exp(v), out.dtype))
+    _store(out, _narrow(_libm(_c_exp, v) if exact else np.exp(v), out.dtype))
 
 
 def exponential_(eng: Engine, out: Array, lambd: float) -> None:
@@ -444,7 +499,7 @@ def geometric_(eng: Engine, out: Array, p: float) -> None:
     """ceil(log(u) / log1p(-p)) with a double uniform u, per element."""
     u = _u53(eng.random64(out.size))
     with np.errstate(divide="ignore"):
-        lg = _libm(lambda v: math.log(v) if v > 0 else -math.inf, u) if out.dtype == _F64 else np.log(u)
+        lg = _libm(_c_log, u) if out.dtype == _F64 else np.log(u)
     _store(out, _narrow(np.ceil(lg / math.log1p(-p)), out.dtype))
 
 
@@ -496,8 +551,15 @@ def random_(eng: Engine, out: Array) -> None:
 
 def randperm(eng: Engine, n: int) -> Array:
     """randperm_cpu: swap i with i + word % (n - i) for i < n - 1 (64-bit words and the inside-out
-    shuffle from n >= 2**32 / 20, as ATen). The swaps are one Python loop over a list."""
-    if n < (1 << 32) // 20:
+    shuffle from n >= 2**32 / 20, as ATen). The swaps are random.c's loop, else one Python loop over
+    a list."""
+    small = n < (1 << 32) // 20
+    k = native.random
+    if k is not None:
+        out = np.empty(n, np.int64)
+        k.randperm(eng.random(max(n - 1, 0)) if small else eng.random64(n), out, not small)
+        return out
+    if small:
         z = (eng.random(max(n - 1, 0)) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
         perm = list(range(n))
         for i, k in enumerate(z):

@@ -1,5 +1,6 @@
 """The native kernel library: float32 kernels in C (kernels.c), used by the backend's functions
-when it is built and loaded, else their NumPy path runs.
+when it is built and loaded, else their NumPy path runs; ``random`` holds the random-number
+transforms of backend/random.py (random.c, bit-identical to its NumPy path), or None likewise.
 
 ``kernels`` is the extension module (None when it is missing or ``LIGHTGRAD_NATIVE=0``) and
 ``available`` says whether it loaded. A backend function calls a kernel when ``kernels`` is set
@@ -16,11 +17,16 @@ from collections.abc import Iterator
 from types import ModuleType
 
 kernels: ModuleType | None = None
+random: ModuleType | None = None  # the random-number transforms (random.c), a module of their own
 if os.environ.get("LIGHTGRAD_NATIVE", "1") != "0":
     try:
         from . import _kernels as kernels  # type: ignore[attr-defined, no-redef]
     except ImportError:  # not built (no compiler at install): the NumPy path
         kernels = None
+    try:
+        from . import _random as random  # type: ignore[attr-defined, no-redef]
+    except ImportError:
+        random = None
 available = kernels is not None
 _loaded = kernels
 
@@ -33,9 +39,10 @@ MIN_SIZE = 1
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
     """Run a block on the NumPy path (the kernels set aside, then restored)."""
-    global kernels
+    global kernels, random
     saved, kernels = kernels, None
+    saved_random, random = random, None
     try:
         yield
     finally:
-        kernels = saved
+        kernels, random = saved, saved_random
