@@ -34,7 +34,9 @@ class _BuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"], optional=True),
-                 Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"], optional=True)],
+    ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"],
+                           depends=["lightgrad/backend/native/common.h"], optional=True),
+                 Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"],
+                           depends=["lightgrad/backend/native/common.h"], optional=True)],
     cmdclass={"build_ext": _BuildExt},
 )

@@ -16,39 +16,9 @@
    contraction is off (setup.py: -ffp-contract=off), so every variant rounds alike and the Adam update
    is bit-identical to the NumPy path's sequence of float32 operations. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(LG_NATIVE_ARCH) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define LG_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef LG_CLONES
-#define LG_CLONES
-#endif
-#define LG_INLINE static inline __attribute__((always_inline))
-
-/* Below this many elements the GIL stays held: releasing and taking it back costs more than a
-   small loop (a fraction of a microsecond). */
-#define LG_NOGIL_MIN 32768
+#include "common.h"
 
 /* ---- scalar building blocks (inlined into each variant, where they vectorise) ------------------ */
-
-LG_INLINE float lg_bits_to_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-LG_INLINE uint32_t lg_float_to_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
 
 /* exp(x) = 2^n e^r with n = round(x / ln 2) and |r| <= ln 2 / 2 (Cody-Waite reduction in two
    constants), e^r by Cephes' expf polynomial (about 1 ulp). 2^n is applied as two factors, so one
@@ -691,83 +661,23 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
 
 /* ---- the binding -------------------------------------------------------------------------------- */
 
-/* Buffers held by one call, released together. */
-typedef struct {
-    Py_buffer v[8];
-    int k;
-} lg_bufs;
-
-static void lg_release(lg_bufs *b) {
-    while (b->k > 0) PyBuffer_Release(&b->v[--b->k]);
-}
-
-/* The float32 data of o (None gives NULL when optional), which must hold exactly `count` entries.
-   Sets *err on failure with a Python exception raised. */
+/* The float32 (or `itemsize`-byte) data of o, or NULL for None when optional (common.h's lg_buffer). */
 static void *lg_get_items(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, Py_ssize_t itemsize,
-                          const char *name, int *err);
+                          const char *name, int *err) {
+    return lg_buffer(b, o, writable, optional, count, itemsize, name, NULL, err);
+}
 
 static float *lg_get(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, const char *name,
                      int *err) {
-    return (float *)lg_get_items(b, o, writable, optional, count, 4, name, err);
+    return (float *)lg_buffer(b, o, writable, optional, count, 4, name, NULL, err);
 }
-
-/* The data of o, `count` items of `itemsize` bytes (float32: 4, uint8: 1), or NULL for None when
-   optional; sets *err with a Python exception raised on failure. */
-static void *lg_get_items(lg_bufs *b, PyObject *o, int writable, int optional, Py_ssize_t count, Py_ssize_t itemsize,
-                          const char *name, int *err) {
-    if (*err) return NULL;
-    if (o == Py_None && optional) return NULL;
-    if (b->k >= (int)(sizeof b->v / sizeof b->v[0])) { /* (the LSTM and GRU steps hold all eight) */
-        PyErr_SetString(PyExc_SystemError, "lightgrad native kernels: too many buffers in one call");
-        *err = 1;
-        return NULL;
-    }
-    Py_buffer *view = &b->v[b->k];
-    if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
-        *err = 1;
-        return NULL;
-    }
-    b->k++;
-    if (view->itemsize != itemsize || view->len != count * itemsize) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd %s entries, got %zd bytes of %zd-byte items", name, count,
-                     itemsize == 4 ? "float32" : "uint8", view->len, view->itemsize);
-        *err = 1;
-        return NULL;
-    }
-    return view->buf;
-}
-
-/* The entry count of a float32 buffer without keeping it. */
-static Py_ssize_t lg_count(PyObject *o) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) return -1;
-    Py_ssize_t n = view.len / 4;
-    PyBuffer_Release(&view);
-    return n;
-}
-
-static int lg_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
-    if (nargs == want) return 0;
-    PyErr_Format(PyExc_TypeError, "%s expects %zd arguments, got %zd", name, want, nargs);
-    return -1;
-}
-
-#define LG_RUN(n, call)                                                                                          \
-    do {                                                                                                         \
-        if ((n) >= LG_NOGIL_MIN) {                                                                               \
-            Py_BEGIN_ALLOW_THREADS call;                                                                         \
-            Py_END_ALLOW_THREADS                                                                                 \
-        } else {                                                                                                 \
-            call;                                                                                                \
-        }                                                                                                        \
-    } while (0)
 
 /* gelu(x, out, deriv_or_None, tanh) */
 static PyObject *py_gelu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (lg_nargs(nargs, 4, "gelu")) return NULL;
     int tanh_ = PyObject_IsTrue(args[3]), err = tanh_ < 0;
-    Py_ssize_t n = err ? 0 : lg_count(args[0]);
+    Py_ssize_t n = err ? 0 : lg_count(args[0], 4);
     if (n < 0) return NULL;
     lg_bufs b = {.k = 0};
     const float *x = lg_get(&b, args[0], 0, 0, n, "x", &err);
@@ -791,7 +701,7 @@ static PyObject *py_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_ssize_t n = PyLong_AsSsize_t(args[6]);
     double eps = PyFloat_AsDouble(args[7]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[0]);
+    Py_ssize_t size = lg_count(args[0], 4);
     if (size < 0) return NULL;
     if (n <= 0 || size % n)
         return PyErr_Format(PyExc_ValueError, "layer_norm: %zd entries are not rows of %zd", size, n);
@@ -816,7 +726,7 @@ static PyObject *py_layer_norm_backward(PyObject *self, PyObject *const *args, P
     if (lg_nargs(nargs, 8, "layer_norm_backward")) return NULL;
     Py_ssize_t n = PyLong_AsSsize_t(args[7]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[1]);
+    Py_ssize_t size = lg_count(args[1], 4);
     if (size < 0) return NULL;
     if (n <= 0 || size % n)
         return PyErr_Format(PyExc_ValueError, "layer_norm_backward: %zd entries are not rows of %zd", size, n);
@@ -843,7 +753,7 @@ static PyObject *lg_rows_call(PyObject *const *args, Py_ssize_t nargs, int backw
     Py_ssize_t n = PyLong_AsSsize_t(args[backward ? 3 : 2]);
     int log_ = PyObject_IsTrue(args[backward ? 4 : 3]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[0]);
+    Py_ssize_t size = lg_count(args[0], 4);
     if (size < 0) return NULL;
     if (n <= 0 || size % n) return PyErr_Format(PyExc_ValueError, "%s: %zd entries are not rows of %zd", name, size, n);
     int err = 0;
@@ -877,7 +787,7 @@ static PyObject *py_softmax_backward(PyObject *self, PyObject *const *args, Py_s
 static PyObject *py_relu(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (lg_nargs(nargs, 2, "relu")) return NULL;
-    Py_ssize_t n = lg_count(args[0]);
+    Py_ssize_t n = lg_count(args[0], 4);
     if (n < 0) return NULL;
     int err = 0;
     lg_bufs b = {.k = 0};
@@ -892,7 +802,7 @@ static PyObject *py_relu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
 static PyObject *py_relu_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (lg_nargs(nargs, 3, "relu_backward")) return NULL;
-    Py_ssize_t n = lg_count(args[0]);
+    Py_ssize_t n = lg_count(args[0], 4);
     if (n < 0) return NULL;
     int err = 0;
     lg_bufs b = {.k = 0};
@@ -923,7 +833,7 @@ static PyObject *py_adam(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     a.neg_step = (float)PyFloat_AsDouble(args[12]);
     a.eps = (float)PyFloat_AsDouble(args[13]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t n = lg_count(args[0]);
+    Py_ssize_t n = lg_count(args[0], 4);
     if (n < 0) return NULL;
     int err = 0;
     lg_bufs b = {.k = 0};
@@ -945,7 +855,7 @@ static PyObject *lg_pool_call(PyObject *const *args, Py_ssize_t nargs, int backw
     if (lg_nargs(nargs, 5, name)) return NULL;
     Py_ssize_t h = PyLong_AsSsize_t(args[3]), w = PyLong_AsSsize_t(args[4]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(backward ? args[2] : args[0]);
+    Py_ssize_t size = lg_count(backward ? args[2] : args[0], 4);
     if (size < 0) return NULL;
     if (h < 2 || w < 2 || size % (h * w))
         return PyErr_Format(PyExc_ValueError, "%s: %zd entries are not planes of %zd x %zd", name, size, h, w);
@@ -985,7 +895,7 @@ static PyObject *py_lstm_cell(PyObject *self, PyObject *const *args, Py_ssize_t 
     if (lg_nargs(nargs, 10, "lstm_cell")) return NULL;
     Py_ssize_t hid = PyLong_AsSsize_t(args[8]), ld = PyLong_AsSsize_t(args[9]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[3]);
+    Py_ssize_t size = lg_count(args[3], 4);
     if (size < 0) return NULL;
     if (hid <= 0 || size % hid || ld < hid)
         return PyErr_Format(PyExc_ValueError, "lstm_cell: %zd entries are not rows of %zd (row stride %zd)", size,
@@ -1018,7 +928,7 @@ static PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py
     if (lg_nargs(nargs, 8, "lstm_cell_backward")) return NULL;
     Py_ssize_t hid = PyLong_AsSsize_t(args[7]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[2]);
+    Py_ssize_t size = lg_count(args[2], 4);
     if (size < 0) return NULL;
     if (hid <= 0 || size % hid)
         return PyErr_Format(PyExc_ValueError, "lstm_cell_backward: %zd entries are not rows of %zd", size, hid);
@@ -1044,7 +954,7 @@ static PyObject *py_gru_cell(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (lg_nargs(nargs, 8, "gru_cell")) return NULL;
     Py_ssize_t hid = PyLong_AsSsize_t(args[7]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[3]);
+    Py_ssize_t size = lg_count(args[3], 4);
     if (size < 0) return NULL;
     if (hid <= 0 || size % hid)
         return PyErr_Format(PyExc_ValueError, "gru_cell: %zd entries are not rows of %zd", size, hid);
@@ -1070,7 +980,7 @@ static PyObject *py_gru_cell_backward(PyObject *self, PyObject *const *args, Py_
     if (lg_nargs(nargs, 9, "gru_cell_backward")) return NULL;
     Py_ssize_t hid = PyLong_AsSsize_t(args[8]);
     if (PyErr_Occurred()) return NULL;
-    Py_ssize_t size = lg_count(args[1]);
+    Py_ssize_t size = lg_count(args[1], 4);
     if (size < 0) return NULL;
     if (hid <= 0 || size % hid)
         return PyErr_Format(PyExc_ValueError, "gru_cell_backward: %zd entries are not rows of %zd", size, hid);

@@ -15,36 +15,7 @@
    of each item are the word). Arrays come through the buffer protocol and every size is checked
    here, so a wrong call raises instead of touching memory it does not own. */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <math.h>
-#include <stdint.h>
-#include <string.h>
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(LG_NATIVE_ARCH) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define LG_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-#endif
-#ifndef LG_CLONES
-#define LG_CLONES
-#endif
-#define LG_INLINE static inline __attribute__((always_inline))
-
-/* Below this many elements the GIL stays held: releasing and taking it back costs more. */
-#define LG_NOGIL_MIN 32768
-
-LG_INLINE float lg_bits_to_float(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-LG_INLINE uint32_t lg_float_to_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
+#include "common.h"
 
 /* ---- float32 Box-Muller (the constants are avx_mathfun.h's) ------------------------------------ */
 
@@ -200,62 +171,11 @@ static void k_libm(int op, const double *x, double *out, Py_ssize_t n) {
 
 /* ---- Python bindings ---------------------------------------------------------------------------- */
 
-typedef struct {
-    Py_buffer v[3];
-    int k;
-} lg_bufs;
-
-static void lg_release(lg_bufs *b) {
-    while (b->k > 0) PyBuffer_Release(&b->v[--b->k]);
-}
-
-/* The data of o, which must hold `count` items of `itemsize` bytes (itemsize 0: 4 or 8, the words;
-   the size found goes to *found). Sets *err with a Python exception raised on failure. */
+/* The data of o: `count` items of `itemsize` bytes (0: 4 or 8, the words; the size found to *found). */
 static void *lg_get(lg_bufs *b, PyObject *o, int writable, Py_ssize_t count, Py_ssize_t itemsize, const char *name,
                     Py_ssize_t *found, int *err) {
-    if (*err) return NULL;
-    Py_buffer *view = &b->v[b->k];
-    if (PyObject_GetBuffer(o, view, writable ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0) {
-        *err = 1;
-        return NULL;
-    }
-    b->k++;
-    Py_ssize_t size = view->itemsize;
-    int ok = itemsize ? size == itemsize : (size == 4 || size == 8);
-    if (!ok || view->len != count * size) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd entries of %zd bytes, got %zd bytes of %zd-byte items", name,
-                     count, itemsize ? itemsize : (Py_ssize_t)4, view->len, size);
-        *err = 1;
-        return NULL;
-    }
-    if (found) *found = size;
-    return view->buf;
+    return lg_buffer(b, o, writable, 0, count, itemsize, name, found, err);
 }
-
-/* The item count of a buffer of `itemsize`-byte items, without keeping it. */
-static Py_ssize_t lg_count(PyObject *o, Py_ssize_t itemsize) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) return -1;
-    Py_ssize_t n = view.len / itemsize;
-    PyBuffer_Release(&view);
-    return n;
-}
-
-static int lg_nargs(Py_ssize_t nargs, Py_ssize_t want, const char *name) {
-    if (nargs == want) return 0;
-    PyErr_Format(PyExc_TypeError, "%s expects %zd arguments, got %zd", name, want, nargs);
-    return -1;
-}
-
-#define LG_RUN(n, call)                                                                                          \
-    do {                                                                                                         \
-        if ((n) >= LG_NOGIL_MIN) {                                                                               \
-            Py_BEGIN_ALLOW_THREADS call;                                                                         \
-            Py_END_ALLOW_THREADS                                                                                 \
-        } else {                                                                                                 \
-            call;                                                                                                \
-        }                                                                                                        \
-    } while (0)
 
 /* normal_f32(words, out, affine, std, mean): out (float32, whole rows of 16) from as many words */
 static PyObject *py_normal_f32(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
