@@ -111,8 +111,8 @@ backends = _Backends()
 
 
 # ---- storage: layouts and memory formats ---------------------------------------------------------
-class layout:
-    """A tensor's storage kind: every lightgrad tensor is ``strided`` (dense)."""
+class _NamedConstant:
+    """A module-level constant PyTorch names ``torch.<name>``: it pickles and deep-copies to itself."""
 
     __slots__ = ("_name",)
 
@@ -123,28 +123,25 @@ class layout:
         return f"torch.{self._name}"
 
     def __reduce__(self) -> str:
-        return self._name  # a constant: unpickles (and deep-copies) to the same object
+        return self._name  # (the global's name: unpickling and copying give the same object)
+
+
+class layout(_NamedConstant):
+    """A tensor's storage kind: every lightgrad tensor is ``strided`` (dense)."""
+
+    __slots__ = ()
 
 
 strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr, sparse_bsc, _mkldnn = (
     layout(n) for n in ("strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn"))
 
 
-class memory_format:
+class memory_format(_NamedConstant):
     """How a 4-D or 5-D tensor's dims are ordered in memory, as PyTorch names it. lightgrad accepts
     every format where PyTorch does and answers ``is_contiguous(memory_format=...)`` from a tensor's
     real strides, but keeps its own (row-major) layout when asked to convert."""
 
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return f"torch.{self._name}"
-
-    def __reduce__(self) -> str:
-        return self._name
+    __slots__ = ()
 
 
 contiguous_format, channels_last, channels_last_3d, preserve_format = (

@@ -518,18 +518,24 @@ def load(f: Any, name: str, data: bytes | None, map_location: Any, weights_only:
         loader = _Loader(name, map_location, read)
         with _pool() as pool:
             finish = z.start_check(pool)
-            try:
-                obj = _unpickle(z.raw("data.pkl"), loader, weights_only)
-            except _Escape as e:
-                raise e.error from None
-            except CheckpointError:
-                raise
-            except Exception as e:
-                if not weights_only and not isinstance(e, pickle.UnpicklingError | Refused | EOFError):
-                    raise
-                raise _refused(name, "record 'data.pkl'", e, weights_only) from None
+            obj = _unpickle_checked(z.raw("data.pkl"), loader, weights_only, name, "record 'data.pkl'")
             finish()
         return obj
+
+
+def _unpickle_checked(src: Any, loader: Any, weights_only: bool, name: str, what: str, legacy: bool = False) -> Any:
+    """_unpickle, its failures as CheckpointErrors naming the file and ``what`` (a full unpickle of a
+    trusted file lets the object's own errors through, as pickle does)."""
+    try:
+        return _unpickle(src, loader, weights_only, legacy=legacy)
+    except _Escape as e:
+        raise e.error from None
+    except CheckpointError:
+        raise
+    except Exception as e:
+        if not weights_only and not isinstance(e, pickle.UnpicklingError | Refused | EOFError):
+            raise
+        raise _refused(name, what, e, weights_only) from None
 
 
 def _head(f: Any) -> bytes:
@@ -566,16 +572,7 @@ def _load_legacy(data: bytes, name: str, map_location: Any, weights_only: bool) 
         raise CheckpointError(f"checkpoint {name}: Invalid protocol version: {version!r}")
     info = plain("the system info")
     little = info.get("little_endian", True) if isinstance(info, dict) else True
-    try:
-        obj = _unpickle(f, loader, weights_only, legacy=True)
-    except _Escape as e:
-        raise e.error from None
-    except CheckpointError:
-        raise
-    except Exception as e:
-        if not weights_only and not isinstance(e, pickle.UnpicklingError | Refused | EOFError):
-            raise
-        raise _refused(name, "the pickle", e, weights_only) from None
+    obj = _unpickle_checked(f, loader, weights_only, name, "the pickle", legacy=True)
     keys = plain("the storage keys")
     if not (isinstance(keys, list) and all(isinstance(k, str) for k in keys)):
         raise CheckpointError(f"checkpoint {name}: the storage keys are corrupted")

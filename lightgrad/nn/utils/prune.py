@@ -158,41 +158,39 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
+class _UnstructuredAmount(BasePruningMethod):
+    """Prune ``amount`` entries (a fraction or a count), the ones ``_chosen`` picks."""
+
+    PRUNING_TYPE = "unstructured"
+
+    def __init__(self, amount: Any) -> None:
+        _validate_amount(amount)
+        self.amount = amount
+
+    def _chosen(self, t: Tensor, k: int) -> Tensor:
+        raise NotImplementedError  # pragma: no cover - each method says which entries
+
+    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
+        """Zero the ``amount`` entries this method picks."""
+        k = _compute_nparams_toprune(self.amount, t.numel())
+        mask = default_mask.clone()
+        if k:
+            mask.view(-1)[self._chosen(t, k)] = 0
+        return mask
+
+
+class RandomUnstructured(_UnstructuredAmount):
     """Prune ``amount`` entries chosen at random."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: Any) -> None:
-        _validate_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """Zero ``amount`` entries chosen at random."""
-        k = _compute_nparams_toprune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            prob = rand(*t.shape)
-            mask.view(-1)[prob.view(-1).topk(k).indices] = 0
-        return mask
+    def _chosen(self, t: Tensor, k: int) -> Tensor:
+        return rand(*t.shape).view(-1).topk(k).indices
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredAmount):
     """Prune the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: Any) -> None:
-        _validate_amount(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        """Zero the ``amount`` entries of smallest absolute value."""
-        k = _compute_nparams_toprune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if k:
-            mask.view(-1)[t.abs().view(-1).topk(k, largest=False).indices] = 0
-        return mask
+    def _chosen(self, t: Tensor, k: int) -> Tensor:
+        return t.abs().view(-1).topk(k, largest=False).indices
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any = None, importance_scores: Tensor | None = None,  # type: ignore[override]
