@@ -16,7 +16,7 @@ from setuptools.command.build_ext import build_ext
 # -O3 vectorises the loops; errno and traps off let sqrt and the comparisons vectorise; contraction
 # off keeps every variant's rounding alike (and the Adam update equal to NumPy's). No -ffast-math:
 # NaN and inf keep IEEE semantics.
-_GCC_FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-std=c11", "-g0"]
+_GCC_FLAGS = ["-O3", "-pthread", "-fno-math-errno", "-fno-trapping-math", "-ffp-contract=off", "-std=c11", "-g0"]
 
 
 class _BuildExt(build_ext):
@@ -29,13 +29,14 @@ class _BuildExt(build_ext):
                 flags += ["-march=native", "-DLG_NATIVE_ARCH"]
             for ext in self.extensions:
                 ext.extra_compile_args = flags
-                ext.extra_link_args = ["-s"]  # no symbol tables: a third of the library's size
+                ext.extra_link_args = ["-s", "-pthread"]  # no symbol tables: a third of the library's size
         super().build_extensions()
 
 
 setup(
     ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"],
-                           depends=["lightgrad/backend/native/common.h"], optional=True),
+                           depends=["lightgrad/backend/native/common.h", "lightgrad/backend/native/pool.h"],
+                           optional=True),
                  Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"],
                            depends=["lightgrad/backend/native/common.h"], optional=True)],
     cmdclass={"build_ext": _BuildExt},

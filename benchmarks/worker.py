@@ -2,12 +2,14 @@
 
 ``python -m benchmarks.worker MODULE WORKLOAD FRAMEWORK`` where FRAMEWORK is lightgrad, torch or
 numpy (the module's FLOORS entry: a hand-written NumPy step, the floor for a NumPy library).
+BENCH_THREADS=n sets PyTorch's threads, or the threads of lightgrad's native kernels.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import resource
 import statistics
 import sys
@@ -52,6 +54,12 @@ def main() -> None:
         fw = importlib.import_module(framework)
         if framework == "torch":
             fw.manual_seed(0)
+        threads = os.environ.get("BENCH_THREADS")
+        if threads:  # the kernel table's thread counts
+            if framework == "torch":
+                fw.set_num_threads(int(threads))
+            elif fw.backend.native._loaded is not None:
+                fw.backend.native._loaded.set_num_threads(int(threads))  # the kernels only, not NumPy ufunc slicing
         step = mod.WORKLOADS[workload](fw)
     ms, n = measure(step)
     rss_kb = peak_rss_kb()

@@ -131,7 +131,8 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 
 # ---- process settings ----------------------------------------------------------------------------
 def set_num_threads(n: builtins.int) -> None:
-    """Threads for large elementwise ops and reductions (1, the default: none); BLAS keeps its own.
+    """Threads for the native kernels (default: the usable cores) and for the NumPy path's large ufuncs
+    and reductions (sliced only once this is called); BLAS keeps its own.
 
     >>> lightgrad.set_num_threads(2); lightgrad.get_num_threads()
     2
@@ -140,7 +141,7 @@ def set_num_threads(n: builtins.int) -> None:
 
 
 def get_num_threads() -> builtins.int:
-    """The number of threads set by ``set_num_threads`` (1 by default)."""
+    """The number of threads set by ``set_num_threads`` (by default the usable cores, or OMP_NUM_THREADS)."""
     return B.get_num_threads()
 
 

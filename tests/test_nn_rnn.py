@@ -233,11 +233,14 @@ def test_double_backward_through_fused_layer_says_so() -> None:
 
 def test_small_lstm_learns_to_remember() -> None:
     """Classify a sequence by the sign of its *first* element (which the LSTM must carry through
-    the 5 steps), trained with plain SGD under no_grad: cross-entropy falls below 0.1."""
+    the 5 steps), trained with Adam: cross-entropy falls below 0.05. (Plain SGD at lr 1.0 reached
+    0.1 or 0.26 by float32 rounding alone, on either path: its trajectory is chaotic; Adam at 0.01
+    ends at 0.007-0.014 for seeds 0-2 on both paths.)"""
     lg.manual_seed(0)
     rng = np.random.default_rng(0)
     lstm, head = nn.LSTM(1, 16, batch_first=True), nn.Linear(16, 2)
     params = list(lstm.parameters()) + list(head.parameters())
+    opt = lg.optim.Adam(params, lr=0.01)
 
     def batch(n: int) -> tuple[lg.Tensor, lg.Tensor]:
         x = rng.standard_normal((n, 5, 1)).astype(np.float32)
@@ -249,16 +252,13 @@ def test_small_lstm_learns_to_remember() -> None:
         out, _ = lstm(x)
         loss = F.cross_entropy(head(out[:, -1]), y)
         first = loss.item() if first is None else first
-        for p in params:
-            p.grad = None
+        opt.zero_grad()
         loss.backward()
-        with lg.no_grad():
-            for p in params:
-                p -= 1.0 * p.grad
+        opt.step()
     x, y = batch(512)
     with lg.no_grad():
         final = F.cross_entropy(head(lstm(x)[0][:, -1]), y).item()
-    assert first > 0.6 and final < 0.1, (first, final)
+    assert first > 0.6 and final < 0.05, (first, final)
 
 
 # ---- the fused LSTM layer ------------------------------------------------------------------------

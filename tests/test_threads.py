@@ -95,3 +95,141 @@ def test_set_num_threads_checks_like_torch() -> None:
         assert lg.get_num_threads() == 3
     finally:
         lg.set_num_threads(1)
+
+
+# ---- the native kernels' pool (backend/native/pool.h) ---------------------------------------------
+
+def _native_calls() -> dict[str, Callable[[Any], list[np.ndarray]]]:
+    """Each pooled kernel called on inputs above the pool's threshold; returns every output."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1024, 512)).astype(np.float32)
+    g = rng.standard_normal((1024, 512)).astype(np.float32)
+    x[3, 5] = np.nan
+    planes = rng.standard_normal((64 * 16, 28, 28)).astype(np.float32)
+    pg = rng.standard_normal((64 * 16, 14, 14)).astype(np.float32)
+    w = rng.standard_normal(512).astype(np.float32)
+
+    def gelu(k: Any) -> list[np.ndarray]:
+        out, d = np.empty_like(x), np.empty_like(x)
+        k.gelu(x, out, d, True)
+        out2, d2 = np.empty_like(x), np.empty_like(x)
+        k.gelu(x, out2, d2, False)
+        return [out, d, out2, d2]
+
+    def relu(k: Any) -> list[np.ndarray]:
+        out, gx = np.empty_like(x), np.empty_like(x)
+        k.relu(x, out)
+        k.relu_backward(g, out, gx)
+        return [out, gx]
+
+    def layer_norm(k: Any) -> list[np.ndarray]:
+        out, xhat, rstd = np.empty_like(x), np.empty_like(x), np.empty(1024, np.float32)
+        k.layer_norm(x, w, w, out, xhat, rstd, 512, 1e-5)
+        gx, gw, gb = np.empty_like(x), np.empty_like(w), np.empty_like(w)
+        k.layer_norm_backward(g, xhat, rstd, w, gx, gw, gb, 512)
+        return [out, xhat, rstd, gx, gw, gb]
+
+    def softmax(k: Any) -> list[np.ndarray]:
+        res = []
+        for log in (False, True):
+            y, gx = np.empty_like(x), np.empty_like(x)
+            k.softmax(x, y, 512, log)
+            k.softmax_backward(g, y, gx, 512, log)
+            res += [y, gx]
+        return res
+
+    def max_pool(k: Any) -> list[np.ndarray]:
+        out, arg = np.empty_like(pg), np.empty(pg.shape, np.uint8)
+        k.max_pool2x2(planes, out, arg, 28, 28)
+        gx = np.empty_like(planes)
+        k.max_pool2x2_backward(pg, arg, gx, 28, 28)
+        return [out, arg, gx]
+
+    def adam(k: Any) -> list[np.ndarray]:
+        p, m, v, vmax = x.ravel().copy(), np.zeros(x.size, np.float32), np.zeros(x.size, np.float32), \
+            np.zeros(x.size, np.float32)
+        f = np.float32
+        for _ in range(2):
+            k.adam(p, g.ravel(), m, v, vmax, f(0.99), f(0.01), False, True, f(0.1), f(0.999), f(0.001), f(-1e-3),
+                   f(1e-8))
+        return [p, m, v, vmax]
+
+    return {"gelu": gelu, "relu": relu, "layer_norm": layer_norm, "softmax": softmax, "max_pool": max_pool,
+            "adam": adam}
+
+
+needs_native = pytest.mark.skipif(not B.native.available, reason="native kernels not built")
+
+
+@needs_native
+@pytest.mark.parametrize("name", list(_native_calls()))
+def test_native_kernels_give_the_same_bits_on_any_thread_count(name: str) -> None:
+    k = B.native._loaded
+    call = _native_calls()[name]
+    saved = k.get_num_threads()
+    try:
+        k.set_num_threads(1)
+        one = call(k)
+        for n in (2, 3, 5):
+            k.set_num_threads(n)
+            for a, b in zip(one, call(k)):
+                np.testing.assert_array_equal(a, b)  # NaN in the same places, bit for bit elsewhere
+    finally:
+        k.set_num_threads(saved)
+    assert k.pool_workers() >= 4  # the calls above were split: 5 threads ran them
+
+
+@needs_native
+def test_set_num_threads_sets_the_kernel_threads() -> None:
+    saved = lg.get_num_threads()
+    try:
+        lg.set_num_threads(3)
+        assert B.native._loaded.get_num_threads() == 3
+        assert lg.get_num_threads() == 3
+    finally:
+        lg.set_num_threads(saved)
+        B.threads._threads[0] = 1  # the NumPy path's ufunc slicing back off, as at import
+
+
+def _python(code: str, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+    full = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    full.update(env)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_default_threads_are_the_usable_cores_or_omp_num_threads() -> None:
+    import os
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert _python("import lightgrad; print(lightgrad.get_num_threads())") == str(cores)
+    assert _python("import lightgrad; print(lightgrad.get_num_threads())", OMP_NUM_THREADS="3") == "3"
+    code = ("import lightgrad; from lightgrad.backend import native, threads;"
+            "print(native._loaded.get_num_threads() if native._loaded else 3, threads._threads[0])")
+    assert _python(code, OMP_NUM_THREADS="3") == "3 1"  # kernels follow it; ufunc slicing stays off
+
+
+@needs_native
+def test_a_forked_child_runs_pooled_kernels() -> None:
+    import os
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    code = """
+import os, numpy as np
+from lightgrad.backend import native
+k = native._loaded
+k.set_num_threads(2)
+x = np.ones(1 << 20, np.float32); out = np.empty_like(x)
+k.gelu(x, out, None, True)
+assert k.pool_workers() == 1
+pid = os.fork()
+if pid == 0:
+    k.gelu(x, out, None, True)  # the parent's worker does not exist here: the pool starts afresh
+    os._exit(0 if k.pool_workers() == 1 and np.allclose(out, 0.84119, atol=1e-4) else 1)
+_, status = os.waitpid(pid, 0)
+print(os.WEXITSTATUS(status))
+"""
+    assert _python(code) == "0"

@@ -1,5 +1,14 @@
-"""Worker threads for large elementwise ops and reductions: ``set_num_threads``, ``parallel``,
-``concurrently``, and ``_ufunc_into`` (a ufunc into its output, sliced across the threads)."""
+"""The threading policy, ``set_num_threads``/``get_num_threads``, and the worker threads for large NumPy
+ops (``parallel``, ``concurrently``, and ``_ufunc_into``: a ufunc into its output, sliced across the
+threads).
+
+One setting, ``set_num_threads(n)`` (default: the cores this process may run on, or OMP_NUM_THREADS as
+PyTorch reads it), gives n threads to the native kernels (backend/native/pool.h: workers that sleep
+between calls, so they never fight OpenBLAS's spinning workers for a core) and, once set explicitly,
+to the NumPy path's sliced ufuncs below. The ufunc slicing is off until then: Python threads hand
+work over in ~30 us and the NumPy path gains nothing from them next to BLAS (measured below), while
+the native pool's gain was measured on every benchmark model (docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +19,8 @@ import threading
 from typing import Any
 
 import numpy as np
+
+from . import native
 
 # NumPy's ufuncs release the GIL, so with ``set_num_threads(n > 1)`` large elementwise ops and
 # reductions run over slices of their output on persistent worker threads. Each slice runs the same
@@ -24,7 +35,22 @@ import numpy as np
 
 PARALLEL_MIN = 1 << 18
 _CALLER_SHARE = 1.25  # the caller's slice against a worker's (measured best on 1M float32 products)
-_threads = [1]
+_threads = [1]  # threads for the NumPy path's sliced ufuncs (1 until set_num_threads is called)
+
+
+def _default_threads() -> int:
+    """OMP_NUM_THREADS when it is a positive integer (PyTorch's rule), else the usable cores."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+_setting = [_default_threads()]  # what get_num_threads reports; the native kernels' thread count
+if native._loaded is not None:
+    native._loaded.set_num_threads(_setting[0])
 _workers: list[_Worker] = []
 _busy = [_thread.allocate_lock()]  # one caller at a time has the workers; others run alone
 
@@ -64,14 +90,16 @@ if hasattr(os, "register_at_fork"):
 
 
 def set_num_threads(n: int) -> None:
-    """Threads used by large elementwise ops and reductions (1: everything in the caller)."""
+    """Threads for large kernels, elementwise ops and reductions (1: everything in the caller)."""
     if n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n}")
-    _threads[0] = n
+    _threads[0] = _setting[0] = n
+    if native._loaded is not None:
+        native._loaded.set_num_threads(n)
 
 
 def get_num_threads() -> int:
-    return _threads[0]
+    return _setting[0]
 
 
 _Call = tuple[Any, tuple[Any, ...], dict[str, Any]]  # fn, args, keyword args: a call ready to run

@@ -17,6 +17,7 @@
    is bit-identical to the NumPy path's sequence of float32 operations. */
 
 #include "common.h"
+#include "pool.h"
 
 /* ---- scalar building blocks (inlined into each variant, where they vectorise) ------------------ */
 
@@ -659,6 +660,96 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
     }
 }
 
+/* ---- the kernels as pool tasks (pool.h): a chunk of units with its pointers offset --------------- */
+
+static void t_gelu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    float *deriv = (float *)t->p[2];
+    if (t->i[0])
+        k_gelu_tanh((const float *)t->p[0] + lo, (float *)t->p[1] + lo, deriv ? deriv + lo : NULL, hi - lo);
+    else
+        k_gelu((const float *)t->p[0] + lo, (float *)t->p[1] + lo, deriv ? deriv + lo : NULL, hi - lo);
+}
+
+static void t_relu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    k_relu((const float *)t->p[0] + lo, (float *)t->p[1] + lo, hi - lo);
+}
+
+static void t_relu_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    k_relu_backward((const float *)t->p[0] + lo, (const float *)t->p[1] + lo, (float *)t->p[2] + lo, hi - lo);
+}
+
+/* rows of n (i[0] = n) */
+static void t_layer_norm(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t n = t->i[0];
+    k_layer_norm((const float *)t->p[0] + lo * n, (const float *)t->p[1], (const float *)t->p[2],
+                 (float *)t->p[3] + lo * n, (float *)t->p[4] + lo * n, (float *)t->p[5] + lo, hi - lo, n, t->f[0]);
+}
+
+/* gx by rows; gw and gb by columns (t_layer_norm_columns), so each column sums its rows in order
+   and the result is the same on any number of threads */
+static void t_layer_norm_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t n = t->i[0];
+    k_layer_norm_backward((const float *)t->p[0] + lo * n, (const float *)t->p[1] + lo * n,
+                          (const float *)t->p[2] + lo, (const float *)t->p[3], (float *)t->p[4] + lo * n, NULL, NULL,
+                          hi - lo, n);
+}
+
+static void t_layer_norm_columns(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    const float *g = t->p[0], *xhat = t->p[1];
+    float *gw = (float *)t->p[5], *gb = (float *)t->p[6];
+    Py_ssize_t n = t->i[0], rows = t->i[1];
+    if (gw) memset(gw + lo, 0, (size_t)(hi - lo) * sizeof(float));
+    if (gb) memset(gb + lo, 0, (size_t)(hi - lo) * sizeof(float));
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *gr = g + r * n, *hr = xhat + r * n;
+        if (gw)
+            for (Py_ssize_t j = lo; j < hi; j++) gw[j] += gr[j] * hr[j];
+        if (gb)
+            for (Py_ssize_t j = lo; j < hi; j++) gb[j] += gr[j];
+    }
+}
+
+static void t_softmax(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t n = t->i[0];
+    k_softmax((const float *)t->p[0] + lo * n, (float *)t->p[1] + lo * n, hi - lo, n, (int)t->i[1]);
+}
+
+static void t_softmax_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t n = t->i[0];
+    k_softmax_backward((const float *)t->p[0] + lo * n, (const float *)t->p[1] + lo * n, (float *)t->p[2] + lo * n,
+                       hi - lo, n, (int)t->i[1]);
+}
+
+/* planes of h x w (i[0] = h, i[1] = w); outputs and taps are planes of (h / 2) x (w / 2) */
+static void t_max_pool2x2(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t h = t->i[0], w = t->i[1], in = h * w, o = (h / 2) * (w / 2);
+    k_max_pool2x2((const float *)t->p[0] + lo * in, (float *)t->p[1] + lo * o, (uint8_t *)t->p[2] + lo * o, hi - lo,
+                  h, w);
+}
+
+static void t_max_pool2x2_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    Py_ssize_t h = t->i[0], w = t->i[1], in = h * w, o = (h / 2) * (w / 2);
+    k_max_pool2x2_backward((const float *)t->p[0] + lo * o, (const uint8_t *)t->p[1] + lo * o,
+                           (float *)t->p[2] + lo * in, hi - lo, h, w);
+}
+
+static void t_adam(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
+    (void)c;
+    float *vmax = (float *)t->p[4];
+    k_adam((float *)t->p[0] + lo, (const float *)t->p[1] + lo, (float *)t->p[2] + lo, (float *)t->p[3] + lo,
+           vmax ? vmax + lo : NULL, hi - lo, *(const lg_adam_args *)t->p[5]);
+}
+
 /* ---- the binding -------------------------------------------------------------------------------- */
 
 /* The float32 (or `itemsize`-byte) data of o, or NULL for None when optional (common.h's lg_buffer). */
@@ -684,10 +775,8 @@ static PyObject *py_gelu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     float *out = lg_get(&b, args[1], 1, 0, n, "out", &err);
     float *deriv = lg_get(&b, args[2], 1, 1, n, "deriv", &err);
     if (!err) {
-        if (tanh_)
-            LG_RUN(n, k_gelu_tanh(x, out, deriv, n));
-        else
-            LG_RUN(n, k_gelu(x, out, deriv, n));
+        lg_task t = {.fn = t_gelu, .p = {x, out, deriv}, .i = {tanh_}};
+        LG_RUN(n, lg_parallel(&t, n, 4, 4096));
     }
     lg_release(&b);
     if (err) return NULL;
@@ -714,7 +803,8 @@ static PyObject *py_layer_norm(PyObject *self, PyObject *const *args, Py_ssize_t
     float *out = lg_get(&b, args[3], 1, 0, size, "out", &err);
     float *xhat = lg_get(&b, args[4], 1, 0, size, "xhat", &err);
     float *rstd = lg_get(&b, args[5], 1, 0, rows, "rstd", &err);
-    if (!err) LG_RUN(size, k_layer_norm(x, w, bias, out, xhat, rstd, rows, n, (float)eps));
+    lg_task t = {.fn = t_layer_norm, .p = {x, w, bias, out, xhat, rstd}, .i = {n}, .f = {(float)eps}};
+    if (!err) LG_RUN(size, lg_parallel(&t, rows, 3 * n, 1));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -740,7 +830,14 @@ static PyObject *py_layer_norm_backward(PyObject *self, PyObject *const *args, P
     float *gx = lg_get(&b, args[4], 1, 1, size, "gx", &err);
     float *gw = lg_get(&b, args[5], 1, 1, n, "gw", &err);
     float *gb = lg_get(&b, args[6], 1, 1, n, "gb", &err);
-    if (!err) LG_RUN(size, k_layer_norm_backward(g, xhat, rstd, w, gx, gw, gb, rows, n));
+    lg_task t = {.fn = t_layer_norm_backward, .p = {g, xhat, rstd, w, gx, gw, gb}, .i = {n, rows}};
+    if (!err) {
+        /* the column sums first: gx may be xhat's own memory */
+        lg_task cols = t;
+        cols.fn = t_layer_norm_columns;
+        if (gw || gb) LG_RUN(size, lg_parallel(&cols, n, rows, 16));
+        if (gx) LG_RUN(size, lg_parallel(&t, rows, 3 * n, 1));
+    }
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -762,11 +859,13 @@ static PyObject *lg_rows_call(PyObject *const *args, Py_ssize_t nargs, int backw
         const float *g = lg_get(&b, args[0], 0, 0, size, "g", &err);
         const float *y = lg_get(&b, args[1], 0, 0, size, "y", &err);
         float *gx = lg_get(&b, args[2], 1, 0, size, "gx", &err);
-        if (!err) LG_RUN(size, k_softmax_backward(g, y, gx, size / n, n, log_));
+        lg_task t = {.fn = t_softmax_backward, .p = {g, y, gx}, .i = {n, log_}};
+        if (!err) LG_RUN(size, lg_parallel(&t, size / n, 2 * n, 1));
     } else {
         const float *x = lg_get(&b, args[0], 0, 0, size, "x", &err);
         float *out = lg_get(&b, args[1], 1, 0, size, "out", &err);
-        if (!err) LG_RUN(size, k_softmax(x, out, size / n, n, log_));
+        lg_task t = {.fn = t_softmax, .p = {x, out}, .i = {n, log_}};
+        if (!err) LG_RUN(size, lg_parallel(&t, size / n, 3 * n, 1));
     }
     lg_release(&b);
     if (err) return NULL;
@@ -793,7 +892,8 @@ static PyObject *py_relu(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     lg_bufs b = {.k = 0};
     const float *x = lg_get(&b, args[0], 0, 0, n, "x", &err);
     float *out = lg_get(&b, args[1], 1, 0, n, "out", &err);
-    if (!err) LG_RUN(n, k_relu(x, out, n));
+    lg_task t = {.fn = t_relu, .p = {x, out}};
+    if (!err) LG_RUN(n, lg_parallel(&t, n, 1, 16384));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -809,7 +909,8 @@ static PyObject *py_relu_backward(PyObject *self, PyObject *const *args, Py_ssiz
     const float *g = lg_get(&b, args[0], 0, 0, n, "g", &err);
     const float *out = lg_get(&b, args[1], 0, 0, n, "out", &err);
     float *gx = lg_get(&b, args[2], 1, 0, n, "gx", &err);
-    if (!err) LG_RUN(n, k_relu_backward(g, out, gx, n));
+    lg_task t = {.fn = t_relu_backward, .p = {g, out, gx}};
+    if (!err) LG_RUN(n, lg_parallel(&t, n, 1, 16384));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -842,7 +943,8 @@ static PyObject *py_adam(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     float *m = lg_get(&b, args[2], 1, 0, n, "exp_avg", &err);
     float *v = lg_get(&b, args[3], 1, 0, n, "exp_avg_sq", &err);
     float *vmax = lg_get(&b, args[4], 1, 1, n, "max_exp_avg_sq", &err);
-    if (!err) LG_RUN(n, k_adam(p, g, m, v, vmax, n, a));
+    lg_task t = {.fn = t_adam, .p = {p, g, m, v, vmax, &a}};
+    if (!err) LG_RUN(n, lg_parallel(&t, n, 2, 4096));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -866,12 +968,14 @@ static PyObject *lg_pool_call(PyObject *const *args, Py_ssize_t nargs, int backw
         const float *g = lg_get(&b, args[0], 0, 0, small, "g", &err);
         const uint8_t *arg = lg_get_items(&b, args[1], 0, 0, small, 1, "arg", &err);
         float *gx = lg_get(&b, args[2], 1, 0, size, "gx", &err);
-        if (!err) LG_RUN(size, k_max_pool2x2_backward(g, arg, gx, planes, h, w));
+        lg_task t = {.fn = t_max_pool2x2_backward, .p = {g, arg, gx}, .i = {h, w}};
+        if (!err) LG_RUN(size, lg_parallel(&t, planes, h * w, 1));
     } else {
         const float *x = lg_get(&b, args[0], 0, 0, size, "x", &err);
         float *out = lg_get(&b, args[1], 1, 0, small, "out", &err);
         uint8_t *arg = lg_get_items(&b, args[2], 1, 0, small, 1, "arg", &err);
-        if (!err) LG_RUN(size, k_max_pool2x2(x, out, arg, planes, h, w));
+        lg_task t = {.fn = t_max_pool2x2, .p = {x, out, arg}, .i = {h, w}};
+        if (!err) LG_RUN(size, lg_parallel(&t, planes, h * w, 1));
     }
     lg_release(&b);
     if (err) return NULL;
@@ -1000,7 +1104,40 @@ static PyObject *py_gru_cell_backward(PyObject *self, PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
+/* set_num_threads(n): threads a kernel call may use, the caller included (workers start here) */
+static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError, "set_num_threads: expected a positive count, got %ld", n);
+        return NULL;
+    }
+    lg_set_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(lg_threads);
+}
+
+/* pool_workers(): worker threads started so far (they start on the first call that splits) */
+static PyObject *py_pool_workers(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+#if defined(__unix__) || defined(__APPLE__)
+    return PyLong_FromLong(lg_pool.started);
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
 static PyMethodDef lg_methods[] = {
+    {"pool_workers", py_pool_workers, METH_NOARGS, "pool_workers(): the kernel pool's worker threads started"},
+    {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a kernel call may use"},
+    {"get_num_threads", py_get_num_threads, METH_NOARGS, "get_num_threads(): threads a kernel call may use"},
     {"gru_cell", (PyCFunction)(void (*)(void))py_gru_cell, METH_FASTCALL,
      "gru_cell(xp, hp, b_hh, h_prev, gates, hn, h, hid): one GRU step's gate math"},
     {"gru_cell_backward", (PyCFunction)(void (*)(void))py_gru_cell_backward, METH_FASTCALL,
