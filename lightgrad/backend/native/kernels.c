@@ -689,29 +689,33 @@ static void t_layer_norm(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) 
                  (float *)t->p[3] + lo * n, (float *)t->p[4] + lo * n, (float *)t->p[5] + lo, hi - lo, n, t->f[0]);
 }
 
-/* gx by rows; gw and gb by columns (t_layer_norm_columns), so each column sums its rows in order
-   and the result is the same on any number of threads */
+/* Blocks of LG_LN_BLOCK rows, each with its own partial weight gradients (t->p[5], t->p[6]: one row
+   of n per block), added in block order afterwards: the blocks never depend on the thread count, so
+   neither do the sums. */
+#define LG_LN_BLOCK 32
+
 static void t_layer_norm_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
     (void)c;
-    Py_ssize_t n = t->i[0];
-    k_layer_norm_backward((const float *)t->p[0] + lo * n, (const float *)t->p[1] + lo * n,
-                          (const float *)t->p[2] + lo, (const float *)t->p[3], (float *)t->p[4] + lo * n, NULL, NULL,
-                          hi - lo, n);
+    Py_ssize_t n = t->i[0], rows = t->i[1];
+    float *gw = (float *)t->p[5], *gb = (float *)t->p[6], *gx = (float *)t->p[4];
+    for (Py_ssize_t u = lo; u < hi; u++) {
+        Py_ssize_t r0 = u * LG_LN_BLOCK, r1 = r0 + LG_LN_BLOCK < rows ? r0 + LG_LN_BLOCK : rows;
+        k_layer_norm_backward((const float *)t->p[0] + r0 * n, (const float *)t->p[1] + r0 * n,
+                              (const float *)t->p[2] + r0, (const float *)t->p[3], gx ? gx + r0 * n : NULL,
+                              gw ? gw + u * n : NULL, gb ? gb + u * n : NULL, r1 - r0, n);
+    }
 }
 
-static void t_layer_norm_columns(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
-    const float *g = t->p[0], *xhat = t->p[1];
-    float *gw = (float *)t->p[5], *gb = (float *)t->p[6];
-    Py_ssize_t n = t->i[0], rows = t->i[1];
-    if (gw) memset(gw + lo, 0, (size_t)(hi - lo) * sizeof(float));
-    if (gb) memset(gb + lo, 0, (size_t)(hi - lo) * sizeof(float));
-    for (Py_ssize_t r = 0; r < rows; r++) {
-        const float *gr = g + r * n, *hr = xhat + r * n;
-        if (gw)
-            for (Py_ssize_t j = lo; j < hi; j++) gw[j] += gr[j] * hr[j];
-        if (gb)
-            for (Py_ssize_t j = lo; j < hi; j++) gb[j] += gr[j];
+/* out[j] = sum over blocks of part[block][j], in block order, in double (the column sums cancel:
+   a float32 running sum over thousands of rows loses digits PyTorch's keeps) */
+static void lg_sum_blocks(const float *part, float *out, Py_ssize_t blocks, Py_ssize_t n) {
+    for (Py_ssize_t j0 = 0; j0 < n; j0 += 64) {
+        double acc[64];
+        Py_ssize_t m = n - j0 < 64 ? n - j0 : 64;
+        for (Py_ssize_t j = 0; j < m; j++) acc[j] = 0.0;
+        for (Py_ssize_t u = 0; u < blocks; u++)
+            for (Py_ssize_t j = 0; j < m; j++) acc[j] += (double)part[u * n + j0 + j];
+        for (Py_ssize_t j = 0; j < m; j++) out[j0 + j] = (float)acc[j];
     }
 }
 
@@ -830,14 +834,23 @@ static PyObject *py_layer_norm_backward(PyObject *self, PyObject *const *args, P
     float *gx = lg_get(&b, args[4], 1, 1, size, "gx", &err);
     float *gw = lg_get(&b, args[5], 1, 1, n, "gw", &err);
     float *gb = lg_get(&b, args[6], 1, 1, n, "gb", &err);
-    lg_task t = {.fn = t_layer_norm_backward, .p = {g, xhat, rstd, w, gx, gw, gb}, .i = {n, rows}};
-    if (!err) {
-        /* the column sums first: gx may be xhat's own memory */
-        lg_task cols = t;
-        cols.fn = t_layer_norm_columns;
-        if (gw || gb) LG_RUN(size, lg_parallel(&cols, n, rows, 16));
-        if (gx) LG_RUN(size, lg_parallel(&t, rows, 3 * n, 1));
+    Py_ssize_t blocks = (rows + LG_LN_BLOCK - 1) / LG_LN_BLOCK;
+    float *part = NULL;
+    if (!err && (gw || gb) && blocks > 1) {
+        part = PyMem_RawMalloc((size_t)(2 * blocks * n) * sizeof(float));
+        if (!part) {
+            PyErr_NoMemory();
+            err = 1;
+        }
     }
+    if (!err) {
+        float *pw = gw && part ? part : gw, *pb = gb && part ? part + blocks * n : gb;
+        lg_task t = {.fn = t_layer_norm_backward, .p = {g, xhat, rstd, w, gx, pw, pb}, .i = {n, rows}};
+        LG_RUN(size, lg_parallel(&t, blocks, 4 * n * LG_LN_BLOCK, 1));
+        if (part && gw) lg_sum_blocks(pw, gw, blocks, n);
+        if (part && gb) lg_sum_blocks(pb, gb, blocks, n);
+    }
+    PyMem_RawFree(part);
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
