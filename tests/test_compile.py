@@ -384,3 +384,52 @@ def test_the_trace_replaces_a_function_in_every_module_that_imported_it(name: st
     listed = {h.__name__ for hs, names, _ in compiler._patch_points() if name in names for h in hs}
     assert holders - {defined_in} <= listed, f"not replaced while tracing: {sorted(holders - {defined_in} - listed)}"
     assert listed <= holders, f"listed but not holding {name}: {sorted(listed - holders)}"
+
+
+@pytest.mark.skipif(not lg.backend.native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")
+def test_replays_call_the_native_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled step's replay runs the same native kernels as the eager step (GELU, layer norm forward
+    and backward, softmax for the loss, max-pool, ReLU, Adam), each call into the replay's buffers."""
+    from lightgrad.backend import native
+    calls: dict[str, int] = {}
+
+    class Counting:
+        def __init__(self, k: Any) -> None:
+            self.k = k
+
+        def __getattr__(self, name: str) -> Any:
+            fn = getattr(self.k, name)
+
+            def counted(*args: Any) -> Any:
+                calls[name] = calls.get(name, 0) + 1
+                return fn(*args)
+            return counted
+
+    monkeypatch.setattr(native, "kernels", Counting(native.kernels))
+    nn, F = lg.nn, lg.nn.functional
+    lg.manual_seed(0)
+    conv = nn.Conv2d(1, 4, 3, padding=1)
+    mlp = nn.Sequential(nn.Linear(64, 32), nn.GELU(), nn.LayerNorm(32), nn.Linear(32, 10))
+    params = list(conv.parameters()) + list(mlp.parameters())
+    opt = lg.optim.Adam(params)
+    x, y = lg.randn(8, 1, 16, 16), lg.randint(0, 10, (8,))
+
+    def step(x: lg.Tensor, y: lg.Tensor) -> lg.Tensor:
+        opt.zero_grad()
+        h = F.max_pool2d(F.relu(conv(x)), 2).reshape(8, 4, 64).mean(1)
+        loss = F.nll_loss(F.log_softmax(mlp(h), -1), y)
+        loss.backward()
+        opt.step()
+        return loss
+    compiled = lg.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager warns: fail on it
+        for _ in range(3):
+            compiled(x, y)
+    stats = list(compiled.stats().values())
+    assert len(stats) == 1 and isinstance(stats[0], dict), stats  # traced once, replayed since
+    calls.clear()
+    compiled(x, y)
+    for name in ("gelu", "layer_norm", "layer_norm_backward", "softmax", "softmax_backward", "relu",
+                 "relu_backward", "max_pool2x2", "max_pool2x2_backward", "adam"):
+        assert calls.get(name, 0) >= 1, (name, calls)

@@ -158,7 +158,7 @@ def _native_calls() -> dict[str, Callable[[Any], list[np.ndarray]]]:
             "adam": adam}
 
 
-needs_native = pytest.mark.skipif(not B.native.available, reason="native kernels not built")
+needs_native = pytest.mark.skipif(not B.native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")
 
 
 @needs_native

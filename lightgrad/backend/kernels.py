@@ -382,6 +382,8 @@ def max_pool2x2(x: Array) -> tuple[Array, Array] | None:
 def max_pool2x2_backward(g: Array, arg: Array, shape: tuple[int, ...]) -> Array | None:
     """The input gradient (of ``shape``) of max_pool2x2 from its taps, or None where the kernel does
     not take g."""
+    if type(g) is np.ndarray and not g.flags.c_contiguous:
+        g = copy(g)  # (a broadcast gradient, from a mean say): one copy costs less than the NumPy path
     k = _native(g)
     if k is None or g.shape != arg.shape:
         return None
