@@ -1120,36 +1120,6 @@ static PyObject *py_gru_cell_backward(PyObject *self, PyObject *const *args, Py_
     Py_RETURN_NONE;
 }
 
-/* set_num_threads(n): threads a kernel call may use, the caller included (workers start here) */
-static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
-    (void)self;
-    long n = PyLong_AsLong(arg);
-    if (n == -1 && PyErr_Occurred()) return NULL;
-    if (n < 1) {
-        PyErr_Format(PyExc_ValueError, "set_num_threads: expected a positive count, got %ld", n);
-        return NULL;
-    }
-    lg_set_threads((int)n);
-    Py_RETURN_NONE;
-}
-
-static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
-    (void)self;
-    (void)unused;
-    return PyLong_FromLong(lg_threads);
-}
-
-/* pool_workers(): worker threads started so far (they start on the first call that splits) */
-static PyObject *py_pool_workers(PyObject *self, PyObject *unused) {
-    (void)self;
-    (void)unused;
-#if defined(__unix__) || defined(__APPLE__)
-    return PyLong_FromLong(lg_pool.started);
-#else
-    return PyLong_FromLong(0);
-#endif
-}
-
 static PyMethodDef lg_methods[] = {
     {"pool_workers", py_pool_workers, METH_NOARGS, "pool_workers(): the kernel pool's worker threads started"},
     {"set_num_threads", py_set_num_threads, METH_O, "set_num_threads(n): threads a kernel call may use"},

@@ -195,4 +195,37 @@ static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_s
 static void lg_set_threads(int n) { lg_threads = n < 1 ? 1 : n; }
 
 #endif
+
+/* ---- the pool's controls, as the module's functions (kernels.c's method table lists them) ------- */
+
+/* set_num_threads(n): threads a kernel call may use, the caller included (workers start on first use) */
+static PyObject *py_set_num_threads(PyObject *self, PyObject *arg) {
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError, "set_num_threads: expected a positive count, got %ld", n);
+        return NULL;
+    }
+    lg_set_threads((int)n);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(lg_threads);
+}
+
+/* pool_workers(): worker threads started so far (they start on the first call that splits) */
+static PyObject *py_pool_workers(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+#if defined(__unix__) || defined(__APPLE__)
+    return PyLong_FromLong(lg_pool.started);
+#else
+    return PyLong_FromLong(0);
+#endif
+}
+
 #endif
