@@ -243,3 +243,20 @@ def test_backend_reaches_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     lg.randperm(10)
     lg.empty(10, dtype=lg.float64).exponential_()
     assert calls == ["normal_f32", "randperm", "libm"]
+
+
+@needs_native
+@pytest.mark.parametrize("n", [4096, 4097, 5000, 624 * 9 + 3, 1 << 20])
+@pytest.mark.parametrize("skip", [0, 1, 623, 624])
+def test_native_mt19937_words_equal_numpys_and_leave_the_same_state(n: int, skip: int) -> None:
+    """Engine.random's native words (random.c's mt_words on NumPy's MT19937 state) equal NumPy's, from
+    any position in the key, and the stream goes on where NumPy's would (the state bytes too)."""
+    assert R._mt_layout_checked(native.random)  # the layout check passed: the native words are in use
+    a, b = _both_paths(lambda e: (e.random(skip + 1), e.random(n))[1])
+    _assert_identical(a, b)
+    e1, e2 = R.Engine(99), R.Engine(99)
+    w1 = e1.random(n)
+    with native.disabled():
+        w2 = e2.random(n)
+    np.testing.assert_array_equal(w1, w2)
+    np.testing.assert_array_equal(e1.random(10), e2.random(10))

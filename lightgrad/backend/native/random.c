@@ -243,7 +243,77 @@ static PyObject *py_libm(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Py_RETURN_NONE;
 }
 
+/* ---- mt19937 words ------------------------------------------------------------------------------ */
+
+/* NumPy's MT19937 state (numpy/random/src/mt19937/mt19937.h: 624 key words, then the position),
+   reached through the BitGenerator's ctypes.state_address; backend/random.py checks this layout
+   against NumPy's own words once before it uses mt_words, and otherwise keeps NumPy's path. */
+typedef struct {
+    uint32_t key[624];
+    int pos;
+} lg_mt_state;
+
+LG_CLONES static void lg_mt_regenerate(lg_mt_state *st) {
+    const uint32_t upper = 0x80000000u, lower = 0x7fffffffu, matrix = 0x9908b0dfu;
+    uint32_t *k = st->key, y;
+    int i;
+    for (i = 0; i < 624 - 397; i++) {
+        y = (k[i] & upper) | (k[i + 1] & lower);
+        k[i] = k[i + 397] ^ (y >> 1) ^ (-(y & 1u) & matrix);
+    }
+    for (; i < 623; i++) {
+        y = (k[i] & upper) | (k[i + 1] & lower);
+        k[i] = k[i + 397 - 624] ^ (y >> 1) ^ (-(y & 1u) & matrix);
+    }
+    y = (k[623] & upper) | (k[0] & lower);
+    k[623] = k[396] ^ (y >> 1) ^ (-(y & 1u) & matrix);
+    st->pos = 0;
+}
+
+/* The words in runs of what is left of the key (the tempering of a run vectorises). */
+LG_CLONES static void lg_mt_words(lg_mt_state *st, uint32_t *out, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (st->pos >= 624) lg_mt_regenerate(st);
+        Py_ssize_t m = 624 - st->pos < n - i ? 624 - st->pos : n - i;
+        const uint32_t *k = st->key + st->pos;
+        uint32_t *o = out + i;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            uint32_t y = k[j];
+            y ^= y >> 11;
+            y ^= (y << 7) & 0x9d2c5680u;
+            y ^= (y << 15) & 0xefc60000u;
+            y ^= y >> 18;
+            o[j] = y;
+        }
+        st->pos += (int)m;
+        i += m;
+    }
+}
+
+/* mt_words(state_address, out): the next len(out) words of the stream at state_address (uint32) */
+static PyObject *py_mt_words(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 2, "mt_words")) return NULL;
+    void *addr = PyLong_AsVoidPtr(args[0]);
+    if (addr == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "mt_words: expected a state address, got 0");
+        return NULL;
+    }
+    Py_ssize_t n = lg_count(args[1], 4);
+    if (n < 0) return NULL;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    uint32_t *out = lg_buffer(&b, args[1], 1, 0, n, 4, "out", NULL, &err);
+    if (!err) lg_mt_words((lg_mt_state *)addr, out, n); /* (the GIL held: the state is shared) */
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef lg_methods[] = {
+    {"mt_words", (PyCFunction)(void (*)(void))py_mt_words, METH_FASTCALL,
+     "mt_words(state_address, out): the next mt19937 words of NumPy's MT19937 state into out (uint32)"},
     {"normal_f32", (PyCFunction)(void (*)(void))py_normal_f32, METH_FASTCALL,
      "normal_f32(words, out, affine, std, mean): float32 Box-Muller on rows of 16 words"},
     {"randperm", (PyCFunction)(void (*)(void))py_randperm, METH_FASTCALL,
