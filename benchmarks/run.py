@@ -135,23 +135,26 @@ def kernel_table(info: dict[str, str], out: Path, filters: list[str]) -> None:
         print(f"{name:36s} " + "  ".join(f"{c:>8s}" for c in cells), flush=True)
         lines.append(f"| {name.removeprefix('kernel_')} | " + " | ".join(cells) + " |")
     lines += ["", KERNEL_TABLE_END]
-    old = out.read_text() if out.exists() else ""
-    if KERNEL_TABLE_START in old and KERNEL_TABLE_END in old:
-        head, rest = old.split(KERNEL_TABLE_START, 1)
-        new = head + "\n".join(lines) + rest.split(KERNEL_TABLE_END, 1)[1]
-    else:
-        new = old + ("\n" if old else "") + "\n".join(lines) + "\n"
-    out.write_text(new)
+    head, _, tail = _split_kernel_table(out)
+    gap = "\n" if head and not head.endswith("\n\n") else ""  # one blank line before the table
+    out.write_text(head + gap + "\n".join(lines) + (tail or "\n"))
     print(f"wrote {out}")
+
+
+def _split_kernel_table(out: Path) -> tuple[str, str, str]:
+    """``out``'s text before the kernel table, the table (markers included; "" when absent), after it."""
+    text = out.read_text() if out.exists() else ""
+    if KERNEL_TABLE_START not in text or KERNEL_TABLE_END not in text:
+        return text, "", ""
+    head, rest = text.split(KERNEL_TABLE_START, 1)
+    table, tail = rest.split(KERNEL_TABLE_END, 1)
+    return head, KERNEL_TABLE_START + table + KERNEL_TABLE_END, tail
 
 
 def _kept_kernel_table(out: Path) -> str:
     """The kernel table already in ``out`` (a full run rewrites the rest of the file and keeps it)."""
-    old = out.read_text() if out.exists() else ""
-    if KERNEL_TABLE_START in old and KERNEL_TABLE_END in old:
-        return "\n" + KERNEL_TABLE_START + old.split(KERNEL_TABLE_START, 1)[1].split(KERNEL_TABLE_END, 1)[0] \
-            + KERNEL_TABLE_END + "\n"
-    return ""
+    table = _split_kernel_table(out)[1]
+    return "\n" + table + "\n" if table else ""
 
 
 def _fmt(r: dict | None, key: str = "ms", digits: int = 3) -> str:

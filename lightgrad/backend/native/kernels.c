@@ -662,8 +662,7 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
 
 /* ---- the kernels as pool tasks (pool.h): a chunk of units with its pointers offset --------------- */
 
-static void t_gelu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_gelu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     float *deriv = (float *)t->p[2];
     if (t->i[0])
         k_gelu_tanh((const float *)t->p[0] + lo, (float *)t->p[1] + lo, deriv ? deriv + lo : NULL, hi - lo);
@@ -671,19 +670,16 @@ static void t_gelu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
         k_gelu((const float *)t->p[0] + lo, (float *)t->p[1] + lo, deriv ? deriv + lo : NULL, hi - lo);
 }
 
-static void t_relu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_relu(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     k_relu((const float *)t->p[0] + lo, (float *)t->p[1] + lo, hi - lo);
 }
 
-static void t_relu_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_relu_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     k_relu_backward((const float *)t->p[0] + lo, (const float *)t->p[1] + lo, (float *)t->p[2] + lo, hi - lo);
 }
 
 /* rows of n (i[0] = n) */
-static void t_layer_norm(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_layer_norm(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t n = t->i[0];
     k_layer_norm((const float *)t->p[0] + lo * n, (const float *)t->p[1], (const float *)t->p[2],
                  (float *)t->p[3] + lo * n, (float *)t->p[4] + lo * n, (float *)t->p[5] + lo, hi - lo, n, t->f[0]);
@@ -694,8 +690,7 @@ static void t_layer_norm(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) 
    neither do the sums. */
 #define LG_LN_BLOCK 32
 
-static void t_layer_norm_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_layer_norm_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t n = t->i[0], rows = t->i[1];
     float *gw = (float *)t->p[5], *gb = (float *)t->p[6], *gx = (float *)t->p[4];
     for (Py_ssize_t u = lo; u < hi; u++) {
@@ -719,36 +714,31 @@ static void lg_sum_blocks(const float *part, float *out, Py_ssize_t blocks, Py_s
     }
 }
 
-static void t_softmax(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_softmax(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t n = t->i[0];
     k_softmax((const float *)t->p[0] + lo * n, (float *)t->p[1] + lo * n, hi - lo, n, (int)t->i[1]);
 }
 
-static void t_softmax_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_softmax_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t n = t->i[0];
     k_softmax_backward((const float *)t->p[0] + lo * n, (const float *)t->p[1] + lo * n, (float *)t->p[2] + lo * n,
                        hi - lo, n, (int)t->i[1]);
 }
 
 /* planes of h x w (i[0] = h, i[1] = w); outputs and taps are planes of (h / 2) x (w / 2) */
-static void t_max_pool2x2(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_max_pool2x2(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t h = t->i[0], w = t->i[1], in = h * w, o = (h / 2) * (w / 2);
     k_max_pool2x2((const float *)t->p[0] + lo * in, (float *)t->p[1] + lo * o, (uint8_t *)t->p[2] + lo * o, hi - lo,
                   h, w);
 }
 
-static void t_max_pool2x2_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_max_pool2x2_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     Py_ssize_t h = t->i[0], w = t->i[1], in = h * w, o = (h / 2) * (w / 2);
     k_max_pool2x2_backward((const float *)t->p[0] + lo * o, (const uint8_t *)t->p[1] + lo * o,
                            (float *)t->p[2] + lo * in, hi - lo, h, w);
 }
 
-static void t_adam(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int c) {
-    (void)c;
+static void t_adam(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
     float *vmax = (float *)t->p[4];
     k_adam((float *)t->p[0] + lo, (const float *)t->p[1] + lo, (float *)t->p[2] + lo, (float *)t->p[3] + lo,
            vmax ? vmax + lo : NULL, hi - lo, *(const lg_adam_args *)t->p[5]);
@@ -960,7 +950,7 @@ static PyObject *py_adam(PyObject *self, PyObject *const *args, Py_ssize_t nargs
        takes, and a second thread made the 535K-parameter optimizer step slower (0.23-0.26 ms against
        0.17-0.23, alternated in one process); t_adam stays ready for machines with more bandwidth. */
     lg_task t = {.fn = t_adam, .p = {p, g, m, v, vmax, &a}};
-    if (!err) LG_RUN(n, t_adam(&t, 0, n, 0));
+    if (!err) LG_RUN(n, t_adam(&t, 0, n));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;

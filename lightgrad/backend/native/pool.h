@@ -1,4 +1,4 @@
-/* The kernels' thread pool: lg_parallel(task, units, cost) splits units 0..units-1 into chunks and runs
+/* The kernels' thread pool: lg_parallel(task, units, cost, grain) splits units 0..units-1 into chunks and runs
    them on the calling thread and the pool's workers, which wait passively (a condition variable, no
    spinning) between calls.
 
@@ -10,11 +10,11 @@
 
    Chunks are claimed from one atomic counter, so the caller starts at once and a worker that wakes
    late (or shares its core with a spinning BLAS thread) takes fewer chunks: no thread waits for a slow
-   one. A chunk's result never depends on which thread ran it, and kernels that reduce across chunks
-   (layer norm's weight gradients) keep one partial sum per chunk and add them in chunk order, so a
-   result depends on the number of chunks only, never on timing.
+   one. A chunk's result never depends on which thread ran it or on how units were chunked: a kernel
+   that reduces across units (layer norm's weight gradients) makes its units fixed blocks with one
+   partial sum each and adds them in order, so results are the same bits on any thread count.
 
-   Invariants: one parallel call runs at a time (lg_pool_busy; a second caller, from another Python
+   Invariants: one parallel call runs at a time (lg_pool.busy; a second caller, from another Python
    thread with the GIL released, runs its task alone); the caller never returns while a worker is
    inside its task; a forked child starts with no workers (the parent's threads do not exist there).
    Needs pthreads; elsewhere every task runs on the caller. */
@@ -25,8 +25,8 @@
 #include "common.h"
 
 typedef struct lg_task lg_task;
-/* Runs units lo..hi-1 of the task as chunk `chunk` (the index kernels use for per-chunk partials). */
-typedef void (*lg_part_fn)(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi, int chunk);
+/* Runs units lo..hi-1 of the task. */
+typedef void (*lg_part_fn)(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi);
 
 #define LG_MAX_CHUNKS 64
 
@@ -36,7 +36,6 @@ struct lg_task {
     const void *p[12];
     Py_ssize_t i[4];
     float f[12];
-    double *partials; /* LG_MAX_CHUNKS * partial_len doubles, for kernels that reduce across units */
 };
 
 /* Work (in element-equivalents) below which a call stays on one thread: a wake-up and the chunks'
@@ -73,7 +72,7 @@ static void lg_run_chunks(void) {
     while ((c = atomic_fetch_add(&lg_pool.next, 1)) < lg_pool.chunks) {
         Py_ssize_t lo = (Py_ssize_t)c * lg_pool.per_chunk;
         Py_ssize_t hi = lo + lg_pool.per_chunk < lg_pool.units ? lo + lg_pool.per_chunk : lg_pool.units;
-        t->fn(t, lo, hi, c);
+        t->fn(t, lo, hi);
         atomic_fetch_add(&lg_pool.done, 1);
     }
 }
@@ -136,18 +135,18 @@ static void lg_pool_grow(int want) {
 }
 
 /* Run task over units 0..units-1, each costing `cost` element-equivalents; chunks of at least `grain`
-   units. Returns the number of chunks used (1: task->fn(task, 0, units, 0) ran on the caller). */
+   units. Returns the number of chunks used (1: task->fn(task, 0, units) ran on the caller). */
 static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_ssize_t grain) {
     if (units <= 0) return 0;
     if (lg_threads <= 1 || units * cost < LG_PAR_MIN || units < 2 * grain || atomic_flag_test_and_set(&lg_pool.busy)) {
-        t->fn(t, 0, units, 0);
+        t->fn(t, 0, units);
         return 1;
     }
     if (lg_pool.started < lg_threads - 1) lg_pool_grow(lg_threads - 1); /* first use: start the workers */
     int threads = lg_threads < lg_pool.started + 1 ? lg_threads : lg_pool.started + 1;
     if (threads <= 1) {
         atomic_flag_clear(&lg_pool.busy);
-        t->fn(t, 0, units, 0);
+        t->fn(t, 0, units);
         return 1;
     }
     /* 4 chunks a thread: enough to even out a late start, few enough that each stays long */
@@ -188,7 +187,7 @@ static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_s
     (void)cost;
     (void)grain;
     if (units <= 0) return 0;
-    t->fn(t, 0, units, 0);
+    t->fn(t, 0, units);
     return 1;
 }
 
