@@ -12,8 +12,7 @@ $(BIN)/python:
 
 # PyTorch 2.13 is the reference the parity tests compare against (a test-only install, never a
 # dependency of lightgrad): without it about half of the suite would skip
-$(STAMP): pyproject.toml setup.py lightgrad/backend/native/kernels.c lightgrad/backend/native/random.c \
-		lightgrad/backend/native/common.h lightgrad/backend/native/pool.h | $(BIN)/python
+$(STAMP): pyproject.toml setup.py $(wildcard lightgrad/backend/native/*.c lightgrad/backend/native/*.h) | $(BIN)/python
 	$(BIN)/pip install -q -e ".[test,demo,distributed]" "torch==2.13.0"
 	touch $(STAMP)
 

@@ -35,7 +35,9 @@ class _BuildExt(build_ext):
 
 setup(
     ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"],
-                           depends=["lightgrad/backend/native/common.h", "lightgrad/backend/native/pool.h"],
+                           depends=[f"lightgrad/backend/native/{h}.h" for h in
+                                    ("common", "pool", "vecmath", "activation", "normalization", "optim", "pooling",
+                                     "recurrent")],
                            optional=True),
                  Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"],
                            depends=["lightgrad/backend/native/common.h"], optional=True)],

@@ -1,0 +1,160 @@
+/* The recurrent layers' native parts: one LSTM or GRU step's gate math forward and backward.
+   Included once, by kernels.c. */
+
+#ifndef LG_RECURRENT_H
+#define LG_RECURRENT_H
+
+#include "vecmath.h"
+#include "pool.h"
+
+/* ---- LSTM and GRU cells: one time step's gate math (the GEMMs stay in BLAS) -------------------- */
+
+/* z += zh (+ bias): a step's recurrent product and bias added to its input projection */
+LG_INLINE void lg_lstm_pre(float *restrict z, const float *restrict zh, const float *restrict bias, Py_ssize_t n) {
+    if (bias)
+        for (Py_ssize_t j = 0; j < n; j++) z[j] = (z[j] + zh[j]) + bias[j];
+    else
+        for (Py_ssize_t j = 0; j < n; j++) z[j] = z[j] + zh[j];
+}
+
+/* One LSTM step over `rows` batch rows, PyTorch's gate order (i, f, g, o). z (rows, 4 hid) holds
+   the pre-activations (the input projection, to which zh (rows, 4 hid) and bias (4 hid) are added
+   first where given) with the i, f, o columns halved (the NumPy path's sigmoid(x) = (1 + tanh(x/2))
+   / 2 shares the weights; doubling is exact) and is overwritten by the activated gates; then
+   c = f c_prev + i g, tanh_c = tanh(c), h = o tanh_c, and h is also written to the first hid
+   entries of each row of h_next (row stride ld; NULL: not wanted), the next step's GEMM input.
+   A batch row at a time, its pointers restrict (the gates are four separate column blocks): so the
+   loop vectorises without run-time overlap checks, which GCC gives up on for this many pointers. */
+LG_INLINE void lg_lstm_row(float *restrict zi, float *restrict zf, float *restrict zg, float *restrict zo,
+                           const float *restrict cp, float *restrict cr, float *restrict tr, float *restrict hr,
+                           Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float i = lg_sigmoidf(2.0f * zi[j]), f = lg_sigmoidf(2.0f * zf[j]);
+        float g = lg_tanhf(zg[j]), o = lg_sigmoidf(2.0f * zo[j]);
+        zi[j] = i;
+        zf[j] = f;
+        zg[j] = g;
+        zo[j] = o;
+        float cv = f * cp[j] + i * g, th = lg_tanhf(cv);
+        cr[j] = cv;
+        tr[j] = th;
+        hr[j] = o * th;
+    }
+}
+
+LG_CLONES static void k_lstm_cell(float *z, const float *zh, const float *bias, const float *c_prev, float *c,
+                                  float *tanh_c, float *h, float *h_next, Py_ssize_t ld, Py_ssize_t rows,
+                                  Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        float *zr = z + r * 4 * hid, *hr = h + r * hid;
+        if (zh) lg_lstm_pre(zr, zh + r * 4 * hid, bias, 4 * hid);
+        lg_lstm_row(zr, zr + hid, zr + 2 * hid, zr + 3 * hid, c_prev + r * hid, c + r * hid, tanh_c + r * hid, hr,
+                    hid);
+        if (h_next) memcpy(h_next + r * ld, hr, (size_t)hid * sizeof(float));
+    }
+}
+
+/* Its backward for one step: dh (the gradient reaching h from the later steps) plus gh (the loss's
+   own, this step's output gradient) and dc (reaching c) give the pre-activation gradients dz (rows,
+   4 hid) from the activated gates, c_prev and tanh_c; dc is overwritten by the gradient reaching
+   c_prev (the caller's GEMM dz W_hh then gives h_prev's). The NumPy path's order of operations. */
+LG_INLINE void lg_lstm_row_backward(const float *restrict gi, const float *restrict gf, const float *restrict gg,
+                                    const float *restrict go, const float *restrict ghr, const float *restrict dhr,
+                                    const float *restrict cp, const float *restrict tr, float *restrict dcr,
+                                    float *restrict di, float *restrict df, float *restrict dg, float *restrict dO,
+                                    Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float i = gi[j], f = gf[j], g = gg[j], o = go[j], th = tr[j];
+        float d = dhr[j] + ghr[j];
+        float dcv = dcr[j] + d * ((1.0f - th * th) * o);
+        di[j] = ((i - i * i) * g) * dcv;
+        df[j] = ((f - f * f) * cp[j]) * dcv;
+        dg[j] = ((1.0f - g * g) * i) * dcv;
+        dO[j] = ((o - o * o) * th) * d;
+        dcr[j] = dcv * f;
+    }
+}
+
+LG_CLONES static void k_lstm_cell_backward(const float *gh, const float *dh, float *dc, const float *gates,
+                                           const float *c_prev, const float *tanh_c, float *dz, Py_ssize_t rows,
+                                           Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        const float *ga = gates + r * 4 * hid;
+        float *d = dz + r * 4 * hid;
+        Py_ssize_t o = r * hid;
+        lg_lstm_row_backward(ga, ga + hid, ga + 2 * hid, ga + 3 * hid, gh + o, dh + o, c_prev + o, tanh_c + o, dc + o,
+                             d, d + hid, d + 2 * hid, d + 3 * hid, hid);
+    }
+}
+
+/* One GRU step, PyTorch's gate order (r, z, n; z is called u here): xp (rows, 3 hid) is the step's
+   input projection with b_ih, hp (rows, 3 hid) the product h_prev W_hh^T, bias b_hh (3 hid, or NULL);
+   r = sigmoid(xp_r + (hp_r + b_r)), u likewise, hn = hp_n + b_n (saved: n's backward needs it),
+   n = tanh(r hn + xp_n), h = (h_prev - n) u + n: the NumPy path's order of operations. gates
+   (rows, 3 hid) receives r, u, n. has_b is a constant where this is inlined: a loop each, both
+   vectorised (a test of b inside the loop kept it scalar). */
+LG_INLINE void lg_gru_row(const float *restrict xp, const float *restrict hp, const float *restrict b,
+                          const float *restrict hprev, float *restrict gates, float *restrict hn, float *restrict h,
+                          Py_ssize_t hid, const int has_b) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float hr = hp[j], hu = hp[hid + j], hnv = hp[2 * hid + j];
+        if (has_b) {
+            hr = hr + b[j];
+            hu = hu + b[hid + j];
+            hnv = hnv + b[2 * hid + j];
+        }
+        float r = lg_sigmoidf(xp[j] + hr), u = lg_sigmoidf(xp[hid + j] + hu);
+        float n = lg_tanhf(r * hnv + xp[2 * hid + j]);
+        gates[j] = r;
+        gates[hid + j] = u;
+        gates[2 * hid + j] = n;
+        hn[j] = hnv;
+        h[j] = (hprev[j] - n) * u + n;
+    }
+}
+
+LG_CLONES static void k_gru_cell(const float *xp, const float *hp, const float *b, const float *hprev, float *gates,
+                                 float *hn, float *h, Py_ssize_t rows, Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t o = r * hid, o3 = 3 * o;
+        if (b)
+            lg_gru_row(xp + o3, hp + o3, b, hprev + o, gates + o3, hn + o, h + o, hid, 1);
+        else
+            lg_gru_row(xp + o3, hp + o3, b, hprev + o, gates + o3, hn + o, h + o, hid, 0);
+    }
+}
+
+/* Its backward for one step: the gradient reaching h is (carry + dm) + gh (carry: the part through
+   u from the later step, dm: the later step's dhp W_hh, gh: this step's output gradient); gives dhp
+   (rows, 3 hid), the gradient of hp + b_hh, and dx (rows, 3 hid), that of the input projection;
+   carry becomes this gradient times u (the caller adds dhp W_hh for h_prev's). */
+LG_INLINE void lg_gru_row_backward(const float *restrict gh, float *restrict carry, const float *restrict dm,
+                                   const float *restrict gates, const float *restrict hn,
+                                   const float *restrict hprev, float *restrict dx, float *restrict dhp,
+                                   Py_ssize_t hid) {
+    for (Py_ssize_t j = 0; j < hid; j++) {
+        float r = gates[j], u = gates[hid + j], n = gates[2 * hid + j];
+        float d = (carry[j] + dm[j]) + gh[j];
+        float dn = d * ((1.0f - u) * (1.0f - n * n));
+        float dr = dn * (hn[j] * (r * (1.0f - r)));
+        float du = d * ((hprev[j] - n) * (u * (1.0f - u)));
+        dx[j] = dr;
+        dx[hid + j] = du;
+        dx[2 * hid + j] = dn;
+        dhp[j] = dr;
+        dhp[hid + j] = du;
+        dhp[2 * hid + j] = dn * r;
+        carry[j] = d * u;
+    }
+}
+
+LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const float *dm, const float *gates,
+                                          const float *hn, const float *hprev, float *dx, float *dhp,
+                                          Py_ssize_t rows, Py_ssize_t hid) {
+    for (Py_ssize_t r = 0; r < rows; r++) {
+        Py_ssize_t o = r * hid, o3 = 3 * o;
+        lg_gru_row_backward(gh + o, carry + o, dm + o, gates + o3, hn + o, hprev + o, dx + o3, dhp + o3, hid);
+    }
+}
+
+#endif
