@@ -37,7 +37,7 @@ setup(
     ext_modules=[Extension("lightgrad.backend.native._kernels", ["lightgrad/backend/native/kernels.c"],
                            depends=[f"lightgrad/backend/native/{h}.h" for h in
                                     ("common", "pool", "vecmath", "activation", "normalization", "optim", "pooling",
-                                     "recurrent")],
+                                     "recurrent", "gemm")],
                            optional=True),
                  Extension("lightgrad.backend.native._random", ["lightgrad/backend/native/random.c"],
                            depends=["lightgrad/backend/native/common.h"], optional=True)],

@@ -433,3 +433,36 @@ def test_replays_call_the_native_kernels(monkeypatch: pytest.MonkeyPatch) -> Non
     for name in ("gelu", "layer_norm", "layer_norm_backward", "softmax", "softmax_backward", "relu",
                  "relu_backward", "max_pool2x2", "max_pool2x2_backward", "adam"):
         assert calls.get(name, 0) >= 1, (name, calls)
+
+
+@pytest.mark.skipif(not lg.backend.native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")
+def test_replays_call_the_lstm_layer_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled LSTM step's replay runs the whole-layer kernels (hidden size 128), forward and backward."""
+    from lightgrad.backend import native
+    if not native.kernels.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layers run a native pass a step")
+    calls: list[str] = []
+
+    class Counting:
+        def __init__(self, k: Any) -> None:
+            self.k = k
+
+        def __getattr__(self, name: str) -> Any:
+            fn = getattr(self.k, name)
+
+            def counted(*args: Any) -> Any:
+                calls.append(name)
+                return fn(*args)
+            return counted
+
+    monkeypatch.setattr(native, "kernels", Counting(native.kernels))
+    _, step, x, y = _trainer("lstm", "sgdm")
+    compiled = lg.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager warns: fail on it
+        for _ in range(3):
+            compiled(x, y)
+    calls.clear()
+    compiled(x, y)
+    assert calls.count("lstm_layer") == 1 and calls.count("lstm_layer_backward") == 1, calls
+    assert "lstm_cell" not in calls

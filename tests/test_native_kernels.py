@@ -431,7 +431,11 @@ LSTM_CASES = {
     "bidirectional_2_layers": (2, True, True, False, True, (5, 4, 3, 8)),
     "no_bias_batch_first": (1, False, False, True, True, (4, 2, 3, 5)),
     "3_layers_reverse_only_grads": (3, True, True, False, False, (6, 2, 4, 7)),
+    # hidden sizes the whole-layer kernel takes (multiples of 32), batches that leave tail rows
+    "layer_kernel_tail_rows_2_layers": (2, True, True, False, True, (6, 13, 5, 32)),
+    "layer_kernel_no_bias_batch_first": (1, False, False, True, True, (5, 3, 4, 64)),
 }
+LAYER_KERNEL_CASES = ["bench", "layer_kernel_tail_rows_2_layers", "layer_kernel_no_bias_batch_first"]
 
 
 def _lstm_run(module: Any, case: str, dtype: Any = np.float32) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
@@ -521,6 +525,107 @@ def test_lstm_reaches_the_step_kernels(spy: Spy) -> None:
     spy.calls.clear()
     (m.double()(lg.randn(5, 2, 3).double())[0]).sum().backward()  # float64: the NumPy path
     assert "lstm_cell" not in spy.calls and "lstm_cell_backward" not in spy.calls
+
+
+def test_lstm_reaches_the_layer_kernels(spy: Spy) -> None:
+    """A hidden size that is a multiple of 32 runs each layer and direction's time loop in one call
+    (forward and backward), no step kernel."""
+    if not spy.kernels.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layers run a native pass a step")
+    m = lg.nn.LSTM(3, 32, bidirectional=True)
+    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 64)).sum().backward()
+    assert spy.calls.count("lstm_layer") == 2 and spy.calls.count("lstm_layer_backward") == 2, spy.calls
+    assert "lstm_cell" not in spy.calls and "lstm_cell_backward" not in spy.calls
+
+
+def _gemm_variants() -> list[int]:
+    """The product kernel's variants this CPU runs (512: AVX-512, 256: AVX2 and FMA)."""
+    k = native.kernels
+    assert k is not None
+    k.set_gemm_variant(-1)
+    best = k.gemm_variant()
+    return [v for v in (512, 256) if v <= best]
+
+
+@needs_native
+@pytest.mark.parametrize("case", LAYER_KERNEL_CASES)
+def test_lstm_layer_kernel_variants(case: str) -> None:
+    """The whole-layer kernel gives the same bits with AVX-512 and with AVX2 (each entry's products are
+    added in the same order), and both agree with PyTorch and with the per-step path (variant 0: BLAS's
+    products and a native pass a step), which this also tests at these shapes."""
+    k = native.kernels
+    assert k is not None
+    variants = _gemm_variants()
+    runs = {}
+    try:
+        for v in variants + [0]:
+            k.set_gemm_variant(v)
+            runs[v] = _lstm_run(lg, case)
+    finally:
+        k.set_gemm_variant(-1)
+    torch.set_num_threads(1)
+    t_vals, t_grads = _lstm_run(torch, case)
+    for v, (vals, grads) in runs.items():
+        for a, ta in zip(vals, t_vals):
+            np.testing.assert_allclose(a, ta, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(ta).max())), err_msg=str(v))
+        for name, g in grads.items():
+            np.testing.assert_allclose(g, t_grads[name], rtol=1e-4,
+                                       atol=2e-5 * max(1.0, float(np.abs(t_grads[name]).max())), err_msg=f"{v} {name}")
+    if len(variants) == 2:
+        for a, b in zip(runs[512][0], runs[256][0]):
+            np.testing.assert_array_equal(a, b)
+        for name in runs[512][1]:
+            np.testing.assert_array_equal(runs[512][1][name], runs[256][1][name], err_msg=name)
+    if not variants:
+        pytest.skip("no AVX2+FMA: only the per-step path ran")
+
+
+@needs_native
+def test_lstm_layer_kernels_check_their_buffers() -> None:
+    k = native.kernels
+    assert k is not None
+    if not k.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layer kernels refuse every call")
+    t, b, hid = 2, 3, 32
+    z = np.zeros((t, b, 4 * hid), np.float32)
+    w = np.zeros((hid, 4 * hid), np.float32)
+    s = np.zeros((b, hid), np.float32)
+    cells = np.zeros((t, b, hid), np.float32)
+    out = np.zeros((t + 1, b, hid), np.float32)
+    hx = np.zeros((t, b, hid + 5), np.float32)
+    pack = np.zeros(4 * hid * hid, np.float32)
+
+    def fwd(**kw: Any) -> None:
+        a = dict(gates=z, w=w, bias=None, h0=s, c0=s, cells=cells, tanh_c=cells.copy(), out=out, hx=hx, pack=pack,
+                 hid=hid, ld=hid + 5, reverse=False)
+        a.update(kw)
+        k.lstm_layer(*a.values())
+    fwd()  # the shapes above are right
+    with pytest.raises(ValueError, match="multiple of 32"):
+        fwd(hid=16)
+    with pytest.raises(ValueError, match="float32"):  # gates must be (T, B, 4 hid)
+        fwd(gates=z[:, :, :-1].copy())
+    with pytest.raises(ValueError, match="float32"):  # out holds T + 1 blocks
+        fwd(out=out[:t].copy())
+    with pytest.raises(ValueError, match="float32"):  # the scratch holds hid * 4 hid
+        fwd(pack=pack[:-1].copy())
+    with pytest.raises(ValueError, match="row stride"):
+        fwd(ld=hid - 1)
+    with pytest.raises(ValueError, match="float32"):  # the bias is (4 hid)
+        fwd(bias=np.zeros(4 * hid - 1, np.float32))
+    with pytest.raises(ValueError, match="rows"):
+        fwd(cells=np.zeros((t, b, hid + 1), np.float32))
+    g = np.zeros((t + 1, b, hid), np.float32)
+    k.lstm_layer_backward(g, z.copy(), s.copy(), s.copy(), z, cells, cells, s, w.T.copy(), pack, hid, False)
+    with pytest.raises(ValueError, match="float32"):  # g holds T + 1 blocks
+        k.lstm_layer_backward(g[:t].copy(), z.copy(), s.copy(), s.copy(), z, cells, cells, s, w.T.copy(), pack, hid,
+                              False)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        k.lstm_layer_backward(g, z.copy(), s.copy(), s.copy(), z, cells, cells, s, w.T.copy(), pack, 33, False)
+    with pytest.raises(ValueError, match="set_gemm_variant"):
+        k.set_gemm_variant(128)
+    with pytest.raises(TypeError):
+        k.lstm_layer(z, w)
 
 
 @needs_native

@@ -1,7 +1,8 @@
 """Fused kernels: GELU (with its derivative), layer norm forward and backward, ReLU and its mask,
-the Adam update, 2x2 max pooling and one LSTM or GRU step's gate math. Each runs the native kernel
-(backend/native) on a float32 C-contiguous array and otherwise its NumPy path: erf and GELU in one
-blocked pass each, the layer norm by blocks of rows (the recurrent layers keep their own NumPy gate math)."""
+the Adam update, 2x2 max pooling, one LSTM or GRU step's gate math and whole LSTM layers' time loops.
+Each runs the native kernel (backend/native) on a float32 C-contiguous array and otherwise its NumPy
+path: erf and GELU in one blocked pass each, the layer norm by blocks of rows (the recurrent layers
+keep their own NumPy gate math)."""
 
 from __future__ import annotations
 
@@ -420,6 +421,37 @@ def lstm_cell_backward(gh: Array, dh: Array, dc: Array, gates: Array, c_prev: Ar
     reaching c (dc), and the forward's activated gates, c_prev and tanh_c, the pre-activation
     gradients dz (B, 4H); dc becomes the gradient reaching c_prev (dz W_hh gives h_prev's)."""
     native.kernels.lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, dc.shape[-1])  # type: ignore[union-attr]
+
+
+def lstm_layer(gates: Array, w_hh_t: Array, bias: Array | None, h0: Array, c0: Array, cells: Array, tanh_c: Array,
+               out: Array, hx: Array, reverse: bool) -> bool:
+    """A whole LSTM layer's time loop in one native call, if the kernels take it (after ``rnn_native``
+    said yes; the hidden size a multiple of 32, a CPU with AVX2 and FMA); False otherwise, and
+    nothing was written. gates (T, B, 4H) holds the input projections (halved i, f, o columns) and
+    becomes the activated gates; w_hh_t (H, 4H) is the halved W_hh^T, bias (4H) the halved biases;
+    each step adds h_{t-1} w_hh_t, then does ``lstm_cell``'s gate math into cells, tanh_c and out
+    (T + 1, B, H: the last block is left to the caller), copying h into hx's next row block."""
+    k, hid = native.kernels, h0.shape[-1]
+    if k is None or hid % 32 or not k.gemm_variant() or _native(w_hh_t) is None or _native(hx) is None \
+            or (bias is not None and _native(bias) is None):
+        return False
+    pack = empty((hid * 4 * hid,), gates.dtype)
+    k.lstm_layer(gates, w_hh_t, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, hx.shape[-1], reverse)
+    return True
+
+
+def lstm_layer_backward(g: Array, dz: Array, dh: Array, dc: Array, gates: Array, cells: Array, tanh_c: Array,
+                        c0: Array, w_hh: Array, reverse: bool) -> bool:
+    """The backward of ``lstm_layer``'s time loop in one native call, if the kernels take it; False
+    otherwise, and nothing was written. g (T + 1, B, H) is the outputs' gradient (its last block,
+    the final cell's, already in dc); dh comes in as zeros. Writes each step's pre-activation
+    gradients into dz (T, B, 4H) and leaves dh, dc holding the gradients reaching h0 and c0."""
+    k, hid = native.kernels, c0.shape[-1]
+    if k is None or hid % 32 or not k.gemm_variant() or _native(w_hh) is None:
+        return False
+    pack = empty((4 * hid * hid,), gates.dtype)
+    k.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse)
+    return True
 
 
 def gru_cell(xp: Array, hp: Array, b_hh: Array | None, h_prev: Array, gates: Array, hn: Array, h: Array) -> None:

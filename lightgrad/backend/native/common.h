@@ -38,9 +38,9 @@ LG_INLINE uint32_t lg_float_to_bits(float f) {
     return u;
 }
 
-/* Buffers held by one call, released together (the LSTM and GRU steps hold all eight). */
+/* Buffers held by one call, released together (a whole LSTM layer's forward holds ten). */
 typedef struct {
-    Py_buffer v[8];
+    Py_buffer v[12];
     int k;
 } lg_bufs;
 

@@ -6,8 +6,8 @@
 
    Each kernel is one pass (or one pass per row) where NumPy takes many: GELU and its derivative,
    layer norm forward and backward, softmax and log-softmax over the last axis and their gradients,
-   ReLU and its mask, the Adam update, 2x2 max pooling forward and backward, and one LSTM or GRU
-   step's gate math forward and backward. The Python side (backend/native/__init__.py and the backend
+   ReLU and its mask, the Adam update, 2x2 max pooling forward and backward, one LSTM or GRU
+   step's gate math forward and backward, and whole LSTM layers' time loops (gemm.h's product). The Python side (backend/native/__init__.py and the backend
    functions) decides when a kernel is used: float32, C-contiguous, non-empty, large enough.
    Arrays arrive through the buffer protocol (PyBUF_SIMPLE: a contiguous buffer or an error), the
    GIL is released around large loops, and every size is checked here too, so a wrong call raises
@@ -342,6 +342,107 @@ static PyObject *py_lstm_cell_backward(PyObject *self, PyObject *const *args, Py
     Py_RETURN_NONE;
 }
 
+/* The checks both whole-layer calls share: hid a multiple of LG_NR and the product kernel present. */
+static int lg_layer_ok(Py_ssize_t hid, const char *name) {
+    if (hid > 0 && hid % LG_NR == 0 && lg_gemm_variant()) return 1;
+    PyErr_Format(PyExc_ValueError, "%s: expected a hidden size that is a multiple of %d on a CPU with AVX2 and FMA, "
+                 "got %zd (gemm variant %d)", name, LG_NR, hid, lg_gemm_variant());
+    return 0;
+}
+
+/* lstm_layer(gates, w, bias_or_None, h0, c0, cells, tanh_c, out, hx_or_None, pack, hid, ld, reverse): the
+   whole forward (k_lstm_layer); w is the halved W_hh^T (hid, 4 hid), pack a scratch of hid * 4 hid, out
+   (T + 1, rows, hid) (the last block is the caller's), hx (T, rows, ld) */
+static PyObject *py_lstm_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 13, "lstm_layer")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[10]), ld = PyLong_AsSsize_t(args[11]);
+    int reverse = PyObject_IsTrue(args[12]);
+    if (PyErr_Occurred() || reverse < 0) return NULL;
+    if (!lg_layer_ok(hid, "lstm_layer")) return NULL;
+    Py_ssize_t n = lg_count(args[3], 4), all = lg_count(args[5], 4);
+    if (n < 0 || all < 0) return NULL;
+    if (n == 0 || n % hid || all % n || ld < hid)
+        return PyErr_Format(PyExc_ValueError, "lstm_layer: h0 of %zd and cells of %zd entries are not rows of %zd "
+                            "(hx row stride %zd)", n, all, hid, ld);
+    Py_ssize_t rows = n / hid, steps = all / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    float *gates = lg_get(&b, args[0], 1, 0, 4 * all, "gates", &err);
+    const float *w = lg_get(&b, args[1], 0, 0, 4 * hid * hid, "w", &err);
+    const float *bias = lg_get(&b, args[2], 0, 1, 4 * hid, "bias", &err);
+    const float *h0 = lg_get(&b, args[3], 0, 0, n, "h0", &err);
+    const float *c0 = lg_get(&b, args[4], 0, 0, n, "c0", &err);
+    float *cells = lg_get(&b, args[5], 1, 0, all, "cells", &err);
+    float *tanh_c = lg_get(&b, args[6], 1, 0, all, "tanh_c", &err);
+    float *out = lg_get(&b, args[7], 1, 0, all + n, "out", &err);
+    float *hx = lg_get(&b, args[8], 1, 1, steps * rows * ld, "hx", &err);
+    float *pack = lg_get(&b, args[9], 1, 0, 4 * hid * hid, "pack", &err);
+    if (!err) {
+        Py_BEGIN_ALLOW_THREADS lg_pack_b(w, 4 * hid, hid, 4 * hid, pack);
+        k_lstm_layer(gates, pack, bias, h0, c0, cells, tanh_c, out, hx, ld, steps, rows, hid, reverse);
+        Py_END_ALLOW_THREADS
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse): the whole
+   backward (k_lstm_layer_backward); g (T + 1, rows, hid), w_hh (4 hid, hid), pack a scratch of 4 hid * hid */
+static PyObject *py_lstm_layer_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 12, "lstm_layer_backward")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[10]);
+    int reverse = PyObject_IsTrue(args[11]);
+    if (PyErr_Occurred() || reverse < 0) return NULL;
+    if (!lg_layer_ok(hid, "lstm_layer_backward")) return NULL;
+    Py_ssize_t n = lg_count(args[7], 4), all = lg_count(args[5], 4);
+    if (n < 0 || all < 0) return NULL;
+    if (n == 0 || n % hid || all % n)
+        return PyErr_Format(PyExc_ValueError, "lstm_layer_backward: c0 of %zd and cells of %zd entries are not rows "
+                            "of %zd", n, all, hid);
+    Py_ssize_t rows = n / hid, steps = all / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *g = lg_get(&b, args[0], 0, 0, all + n, "g", &err);
+    float *dz = lg_get(&b, args[1], 1, 0, 4 * all, "dz", &err);
+    float *dh = lg_get(&b, args[2], 1, 0, n, "dh", &err);
+    float *dc = lg_get(&b, args[3], 1, 0, n, "dc", &err);
+    const float *gates = lg_get(&b, args[4], 0, 0, 4 * all, "gates", &err);
+    const float *cells = lg_get(&b, args[5], 0, 0, all, "cells", &err);
+    const float *tanh_c = lg_get(&b, args[6], 0, 0, all, "tanh_c", &err);
+    const float *c0 = lg_get(&b, args[7], 0, 0, n, "c0", &err);
+    const float *w_hh = lg_get(&b, args[8], 0, 0, 4 * hid * hid, "w_hh", &err);
+    float *pack = lg_get(&b, args[9], 1, 0, 4 * hid * hid, "pack", &err);
+    if (!err) {
+        Py_BEGIN_ALLOW_THREADS lg_pack_b(w_hh, hid, 4 * hid, hid, pack);
+        k_lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, pack, steps, rows, hid, reverse);
+        Py_END_ALLOW_THREADS
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* gemm_variant(): 512 (AVX-512), 256 (AVX2 and FMA) or 0: the recurrent layers' product kernel (gemm.h) */
+static PyObject *py_gemm_variant(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    return PyLong_FromLong(lg_gemm_variant());
+}
+
+/* set_gemm_variant(v): use variant v (0, 256 or 512, one this CPU runs; -1: the best) */
+static PyObject *py_set_gemm_variant(PyObject *self, PyObject *arg) {
+    (void)self;
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (lg_gemm_choose((int)v) < 0)
+        return PyErr_Format(PyExc_ValueError, "set_gemm_variant: expected -1, 0 or a variant this CPU runs (best %d), "
+                            "got %ld", lg_gemm_best(), v);
+    Py_RETURN_NONE;
+}
+
 /* gru_cell(xp, hp, b_hh_or_None, h_prev, gates, hn, h, hid): xp, hp and gates are (rows, 3 hid),
    b_hh (3 hid), the others (rows, hid) */
 static PyObject *py_gru_cell(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -407,6 +508,12 @@ static PyMethodDef lg_methods[] = {
      "lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, hid, ld): one LSTM step's gate math (z: halved i, f, o)"},
     {"lstm_cell_backward", (PyCFunction)(void (*)(void))py_lstm_cell_backward, METH_FASTCALL,
      "lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, hid): its pre-activation gradients; dc updated"},
+    {"lstm_layer", (PyCFunction)(void (*)(void))py_lstm_layer, METH_FASTCALL,
+     "lstm_layer(gates, w, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, ld, reverse): an LSTM layer's forward"},
+    {"lstm_layer_backward", (PyCFunction)(void (*)(void))py_lstm_layer_backward, METH_FASTCALL,
+     "lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse): its step loop"},
+    {"gemm_variant", py_gemm_variant, METH_NOARGS, "gemm_variant(): 512, 256 or 0, the recurrent product kernel"},
+    {"set_gemm_variant", py_set_gemm_variant, METH_O, "set_gemm_variant(v): use variant v (0, 256, 512; -1: the best)"},
     {"max_pool2x2", (PyCFunction)(void (*)(void))py_max_pool2x2, METH_FASTCALL,
      "max_pool2x2(x, out, arg, h, w): 2x2 stride-2 max pooling, with the winning taps (uint8)"},
     {"max_pool2x2_backward", (PyCFunction)(void (*)(void))py_max_pool2x2_backward, METH_FASTCALL,

@@ -1,13 +1,15 @@
-/* The recurrent layers' native parts: one LSTM or GRU step's gate math forward and backward.
-   Included once, by kernels.c. */
+/* The recurrent layers' native parts: one LSTM or GRU step's gate math forward and backward, and
+   whole LSTM layers (the time loop in one call, each step's product by gemm.h). Included once, by
+   kernels.c. */
 
 #ifndef LG_RECURRENT_H
 #define LG_RECURRENT_H
 
 #include "vecmath.h"
 #include "pool.h"
+#include "gemm.h"
 
-/* ---- LSTM and GRU cells: one time step's gate math (the GEMMs stay in BLAS) -------------------- */
+/* ---- LSTM and GRU cells: one time step's gate math (the caller does the step's product) --------- */
 
 /* z += zh (+ bias): a step's recurrent product and bias added to its input projection */
 LG_INLINE void lg_lstm_pre(float *restrict z, const float *restrict zh, const float *restrict bias, Py_ssize_t n) {
@@ -154,6 +156,44 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
     for (Py_ssize_t r = 0; r < rows; r++) {
         Py_ssize_t o = r * hid, o3 = 3 * o;
         lg_gru_row_backward(gh + o, carry + o, dm + o, gates + o3, hn + o, hprev + o, dx + o3, dhp + o3, hid);
+    }
+}
+
+/* ---- whole LSTM layers: the time loop in one call, each step's product by gemm.h ---------------- */
+
+/* The forward over T steps (reverse: from the last) of `rows` batch rows. gates (T, rows, 4 hid) comes in
+   holding each step's input projection (halved i, f, o columns, as k_lstm_cell takes them) and leaves
+   holding the activated gates; packed is W (hid, 4 hid) = the halved W_hh^T packed by lg_pack_b; bias
+   (4 hid, halved) or NULL. Step t's pre-activations are (projection + bias) + h_{t-1} W, then
+   k_lstm_cell's gate math writes cells, tanh_c and out (each (T, rows, hid)) and copies h into the
+   next step's row block of hx (T, rows, ld; the backward's weight-gradient product reads it). */
+static void k_lstm_layer(float *gates, const float *packed, const float *bias, const float *h0, const float *c0,
+                         float *cells, float *tanh_c, float *out, float *hx, Py_ssize_t ld, Py_ssize_t steps,
+                         Py_ssize_t rows, Py_ssize_t hid, int reverse) {
+    Py_ssize_t n = rows * hid, g4 = 4 * hid;
+    for (Py_ssize_t s = 0; s < steps; s++) {
+        Py_ssize_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1, next = reverse ? t - 1 : t + 1;
+        const float *h = s == 0 ? h0 : out + prev * n, *c = s == 0 ? c0 : cells + prev * n;
+        float *z = gates + t * n * 4;
+        lg_gemm(h, hid, packed, z, g4, rows, g4, hid, bias, 1);
+        k_lstm_cell(z, NULL, NULL, c, cells + t * n, tanh_c + t * n, out + t * n,
+                    s + 1 < steps && hx ? hx + next * rows * ld : NULL, ld, rows, hid);
+    }
+}
+
+/* Its backward: g (T + 1, rows, hid) is the outputs' gradient (g[T] that of the last cell state, already
+   copied into dc); dh comes in as zeros. Each step (in the forward's reverse order) runs
+   k_lstm_cell_backward into dz (T, rows, 4 hid), then dh = dz_t W_hh with packed = W_hh (4 hid, hid)
+   packed. Leaves dh and dc holding the gradients reaching h0 and c0. */
+static void k_lstm_layer_backward(const float *g, float *dz, float *dh, float *dc, const float *gates,
+                                  const float *cells, const float *tanh_c, const float *c0, const float *packed,
+                                  Py_ssize_t steps, Py_ssize_t rows, Py_ssize_t hid, int reverse) {
+    Py_ssize_t n = rows * hid, g4 = 4 * hid;
+    for (Py_ssize_t s = 0; s < steps; s++) {
+        Py_ssize_t t = reverse ? s : steps - 1 - s, prev = reverse ? t + 1 : t - 1;
+        const float *c = s == steps - 1 ? c0 : cells + prev * n;
+        k_lstm_cell_backward(g + t * n, dh, dc, gates + t * n * 4, c, tanh_c + t * n, dz + t * n * 4, rows, hid);
+        lg_gemm(dz + t * n * 4, g4, packed, dh, hid, rows, hid, g4, NULL, 0);
     }
 }
 

@@ -91,10 +91,12 @@ class LSTMLayer(Function):
     steps. The i, f, o columns of W are halved (exact: a power of two) because
     sigmoid(x) = (1 + tanh(x/2)) / 2: one tanh activates all four gates, and one multiply-add
     maps the i, f, o parts to (1 + tanh) / 2; every op is a whole, contiguous (B, 4H) block.
-    Where the native kernels take the arrays (float32), a step is instead the product h W_hh plus
-    one native pass (``B.lstm_cell``) that adds it and the bias to the step's input projection,
-    made for all steps in one product before the loop, and does the gate math; the backward's gate
-    math is one native pass a step too (``B.lstm_cell_backward``)."""
+    Where the native kernels take the arrays (float32), the input projections of all steps are
+    one product before the loop, and the whole time loop is one native call (``B.lstm_layer``:
+    each step's h W_hh by a small-matrix kernel, then the gate math), its backward likewise
+    (``B.lstm_layer_backward``); where that kernel is not built for the CPU or the hidden size
+    (a multiple of 32), a step is BLAS's h W_hh plus one native pass (``B.lstm_cell``) that adds it
+    and the bias to the step's projection and does the gate math (``B.lstm_cell_backward`` back)."""
 
     def forward(self, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
         t_len, batch, n_in = x.shape
@@ -125,17 +127,21 @@ class LSTMLayer(Function):
         step = -1 if reverse else 1
         if B.rnn_native(h0, c0, gates):
             # the input projections of all steps in one product (one large GEMM runs faster than
-            # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes); the
-            # native pass adds each step's h W_hh and the bias, then does the gate math
+            # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes); then the
+            # whole time loop in one native call (each step's h W_hh by its own small-matrix kernel),
+            # or, where that is not built for this CPU or hidden size, a native pass a step that adds
+            # BLAS's h W_hh and the bias, then does the gate math
             mm(B.reshape(x, (t_len * batch, n_in)), w[hid:hid + n_in], out=B.reshape(gates, (t_len * batch, 4 * hid)))
             bias = w[-1] if b_ih is not None else None
-            zh = B.xp.empty((batch, 4 * hid), x.dtype)
-            h = h0
-            for t in steps:
-                nxt = hx[t + step] if 0 <= t + step < t_len else None
-                mm(h, w[:hid], out=zh)
-                B.lstm_cell(gates[t], zh, bias, c, cells[t], tanh_c[t], out[t], nxt)
-                c, h = cells[t], out[t]
+            if not B.lstm_layer(gates, w[:hid], bias, h0, c0, cells, tanh_c, out, hx, reverse):
+                zh = B.xp.empty((batch, 4 * hid), x.dtype)
+                h = h0
+                for t in steps:
+                    nxt = hx[t + step] if 0 <= t + step < t_len else None
+                    mm(h, w[:hid], out=zh)
+                    B.lstm_cell(gates[t], zh, bias, c, cells[t], tanh_c[t], out[t], nxt)
+                    c, h = cells[t], out[t]
+            c = cells[steps[-1]]
         else:
             for t in steps:
                 z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
@@ -166,11 +172,12 @@ class LSTMLayer(Function):
         dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
         if B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
-            first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
-            for t in _steps(t_len, not self.reverse):
-                B.lstm_cell_backward(g[t], dh, dc, gates[t], c0 if t == first else cells[t + back], tanh_c[t],
-                                     dz[t])
-                B.xp.matmul(dz[t], w_hh, out=dh)
+            if not B.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, self.reverse):
+                first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
+                for t in _steps(t_len, not self.reverse):
+                    B.lstm_cell_backward(g[t], dh, dc, gates[t], c0 if t == first else cells[t + back], tanh_c[t],
+                                         dz[t])
+                    B.xp.matmul(dz[t], w_hh, out=dh)
         else:
             _lstm_backward_steps(g, gates, cells, tanh_c, c0, w_hh, self.reverse, dz, dh, dc)
         flat = B.reshape(dz, (-1, 4 * hid))
