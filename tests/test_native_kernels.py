@@ -596,7 +596,7 @@ def test_lstm_layer_kernels_check_their_buffers() -> None:
     pack = np.zeros(4 * hid * hid, np.float32)
 
     def fwd(**kw: Any) -> None:
-        a = dict(gates=z, w=w, bias=None, h0=s, c0=s, cells=cells, tanh_c=cells.copy(), out=out, hx=hx, pack=pack,
+        a = dict(gates=z, w_hh=w.T.copy(), bias=None, h0=s, c0=s, cells=cells, tanh_c=cells.copy(), out=out, hx=hx, pack=pack,
                  hid=hid, ld=hid + 5, reverse=False)
         a.update(kw)
         k.lstm_layer(*a.values())

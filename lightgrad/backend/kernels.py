@@ -423,35 +423,39 @@ def lstm_cell_backward(gh: Array, dh: Array, dc: Array, gates: Array, c_prev: Ar
     native.kernels.lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, dc.shape[-1])  # type: ignore[union-attr]
 
 
-def lstm_layer(gates: Array, w_hh_t: Array, bias: Array | None, h0: Array, c0: Array, cells: Array, tanh_c: Array,
-               out: Array, hx: Array, reverse: bool) -> bool:
-    """A whole LSTM layer's time loop in one native call, if the kernels take it (after ``rnn_native``
-    said yes; the hidden size a multiple of 32, a CPU with AVX2 and FMA); False otherwise, and
-    nothing was written. gates (T, B, 4H) holds the input projections (halved i, f, o columns) and
-    becomes the activated gates; w_hh_t (H, 4H) is the halved W_hh^T, bias (4H) the halved biases;
-    each step adds h_{t-1} w_hh_t, then does ``lstm_cell``'s gate math into cells, tanh_c and out
-    (T + 1, B, H: the last block is left to the caller), copying h into hx's next row block."""
-    k, hid = native.kernels, h0.shape[-1]
-    if k is None or hid % 32 or not k.gemm_variant() or _native(w_hh_t) is None or _native(hx) is None \
-            or (bias is not None and _native(bias) is None):
-        return False
+def lstm_layer_takes(hid: int, *arrays: Array | None) -> bool:
+    """Whether ``lstm_layer`` and ``lstm_layer_backward`` take a layer of this hidden size and these
+    arrays (float32, C-contiguous; None is let through): the native kernels built with their
+    small-matrix product for this CPU (AVX2 and FMA) and hid a multiple of 32. Where this is False
+    a layer runs ``lstm_cell`` (or its NumPy gate math) a step at a time."""
+    k = native.kernels
+    return k is not None and hid % 32 == 0 and bool(k.gemm_variant()) \
+        and all(a is None or _native(a) is not None for a in arrays)
+
+
+def lstm_layer(gates: Array, w_hh: Array, bias: Array | None, h0: Array, c0: Array, cells: Array, tanh_c: Array,
+               out: Array, hx: Array, reverse: bool) -> None:
+    """A whole LSTM layer's time loop in one native call (only after ``lstm_layer_takes`` said yes):
+    gates (T, B, 4H) holds the input projections x_t W_ih^T and becomes the activated gates; each
+    step adds bias (b_ih + b_hh, or None) and h_{t-1} W_hh^T (w_hh (4H, H) as PyTorch stores it),
+    then does the gate math into cells, tanh_c and out (T + 1, B, H: the last block is left to the
+    caller), copying h into hx's next row block (the weight gradients' product reads hx)."""
+    hid = h0.shape[-1]
     pack = empty((hid * 4 * hid,), gates.dtype)
-    k.lstm_layer(gates, w_hh_t, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, hx.shape[-1], reverse)
-    return True
+    native.kernels.lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid,  # type: ignore[union-attr]
+                              hx.shape[-1], reverse)
 
 
 def lstm_layer_backward(g: Array, dz: Array, dh: Array, dc: Array, gates: Array, cells: Array, tanh_c: Array,
-                        c0: Array, w_hh: Array, reverse: bool) -> bool:
-    """The backward of ``lstm_layer``'s time loop in one native call, if the kernels take it; False
-    otherwise, and nothing was written. g (T + 1, B, H) is the outputs' gradient (its last block,
-    the final cell's, already in dc); dh comes in as zeros. Writes each step's pre-activation
-    gradients into dz (T, B, 4H) and leaves dh, dc holding the gradients reaching h0 and c0."""
-    k, hid = native.kernels, c0.shape[-1]
-    if k is None or hid % 32 or not k.gemm_variant() or _native(w_hh) is None:
-        return False
+                        c0: Array, w_hh: Array, reverse: bool) -> None:
+    """The backward of ``lstm_layer``'s time loop in one native call (only after ``lstm_layer_takes``
+    said yes): g (T + 1, B, H) is the outputs' gradient (its last block, the final cell's, already
+    in dc); dh comes in as zeros. Writes each step's pre-activation gradients into dz (T, B, 4H) and
+    leaves dh, dc holding the gradients reaching h0 and c0."""
+    hid = c0.shape[-1]
     pack = empty((4 * hid * hid,), gates.dtype)
-    k.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse)
-    return True
+    native.kernels.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack,  # type: ignore[union-attr]
+                                       hid, reverse)
 
 
 def gru_cell(xp: Array, hp: Array, b_hh: Array | None, h_prev: Array, gates: Array, hn: Array, h: Array) -> None:

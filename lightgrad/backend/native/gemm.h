@@ -157,6 +157,17 @@ static void lg_pack_b(const float *b, Py_ssize_t ldb, Py_ssize_t k, Py_ssize_t n
             memcpy(packed + (p * k + q) * LG_NR, b + q * ldb + p * LG_NR, LG_NR * sizeof(float));
 }
 
+/* The same panels of b = w^T, for w (n, k) with row stride ldw (a weight stored as PyTorch stores it,
+   (out, in), used as its transpose). */
+static void lg_pack_bt(const float *w, Py_ssize_t ldw, Py_ssize_t k, Py_ssize_t n, float *packed) {
+    for (Py_ssize_t p = 0; p < n / LG_NR; p++)
+        for (Py_ssize_t j = 0; j < LG_NR; j++) {
+            const float *row = w + (p * LG_NR + j) * ldw;
+            float *dst = packed + p * k * LG_NR + j;
+            for (Py_ssize_t q = 0; q < k; q++) dst[q * LG_NR] = row[q];
+        }
+}
+
 /* C (m, n), row stride ldc, = A B (init 0) or C + bias + A B (init 1, bias (n) or NULL); A (m, k) with
    row stride lda, B packed by lg_pack_b. Only where lg_gemm_variant() is not 0. */
 static void lg_gemm(const float *a, Py_ssize_t lda, const float *packed, float *c, Py_ssize_t ldc, Py_ssize_t m,

@@ -310,7 +310,7 @@ static PyObject *py_lstm_cell(PyObject *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "lstm_cell: a bias needs zh");
         err = 1;
     }
-    if (!err) LG_RUN(4 * size, k_lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, ld, rows, hid));
+    if (!err) LG_RUN(4 * size, k_lstm_cell(z, zh, bias, c_prev, c, tanh_c, h, h_next, ld, rows, hid, 2.0f));
     lg_release(&b);
     if (err) return NULL;
     Py_RETURN_NONE;
@@ -350,9 +350,9 @@ static int lg_layer_ok(Py_ssize_t hid, const char *name) {
     return 0;
 }
 
-/* lstm_layer(gates, w, bias_or_None, h0, c0, cells, tanh_c, out, hx_or_None, pack, hid, ld, reverse): the
-   whole forward (k_lstm_layer); w is the halved W_hh^T (hid, 4 hid), pack a scratch of hid * 4 hid, out
-   (T + 1, rows, hid) (the last block is the caller's), hx (T, rows, ld) */
+/* lstm_layer(gates, w_hh, bias_or_None, h0, c0, cells, tanh_c, out, hx_or_None, pack, hid, ld, reverse): the
+   whole forward (k_lstm_layer); w_hh is (4 hid, hid), pack a scratch of hid * 4 hid, out (T + 1, rows,
+   hid) (the last block is the caller's), hx (T, rows, ld) */
 static PyObject *py_lstm_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (lg_nargs(nargs, 13, "lstm_layer")) return NULL;
@@ -369,7 +369,7 @@ static PyObject *py_lstm_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     int err = 0;
     lg_bufs b = {.k = 0};
     float *gates = lg_get(&b, args[0], 1, 0, 4 * all, "gates", &err);
-    const float *w = lg_get(&b, args[1], 0, 0, 4 * hid * hid, "w", &err);
+    const float *w_hh = lg_get(&b, args[1], 0, 0, 4 * hid * hid, "w_hh", &err);
     const float *bias = lg_get(&b, args[2], 0, 1, 4 * hid, "bias", &err);
     const float *h0 = lg_get(&b, args[3], 0, 0, n, "h0", &err);
     const float *c0 = lg_get(&b, args[4], 0, 0, n, "c0", &err);
@@ -379,7 +379,7 @@ static PyObject *py_lstm_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     float *hx = lg_get(&b, args[8], 1, 1, steps * rows * ld, "hx", &err);
     float *pack = lg_get(&b, args[9], 1, 0, 4 * hid * hid, "pack", &err);
     if (!err) {
-        Py_BEGIN_ALLOW_THREADS lg_pack_b(w, 4 * hid, hid, 4 * hid, pack);
+        Py_BEGIN_ALLOW_THREADS lg_pack_bt(w_hh, hid, hid, 4 * hid, pack);
         k_lstm_layer(gates, pack, bias, h0, c0, cells, tanh_c, out, hx, ld, steps, rows, hid, reverse);
         Py_END_ALLOW_THREADS
     }
@@ -509,7 +509,7 @@ static PyMethodDef lg_methods[] = {
     {"lstm_cell_backward", (PyCFunction)(void (*)(void))py_lstm_cell_backward, METH_FASTCALL,
      "lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, hid): its pre-activation gradients; dc updated"},
     {"lstm_layer", (PyCFunction)(void (*)(void))py_lstm_layer, METH_FASTCALL,
-     "lstm_layer(gates, w, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, ld, reverse): an LSTM layer's forward"},
+     "lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, ld, reverse): an LSTM layer's forward"},
     {"lstm_layer_backward", (PyCFunction)(void (*)(void))py_lstm_layer_backward, METH_FASTCALL,
      "lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse): its step loop"},
     {"gemm_variant", py_gemm_variant, METH_NOARGS, "gemm_variant(): 512, 256 or 0, the recurrent product kernel"},

@@ -29,10 +29,10 @@ LG_INLINE void lg_lstm_pre(float *restrict z, const float *restrict zh, const fl
    loop vectorises without run-time overlap checks, which GCC gives up on for this many pointers. */
 LG_INLINE void lg_lstm_row(float *restrict zi, float *restrict zf, float *restrict zg, float *restrict zo,
                            const float *restrict cp, float *restrict cr, float *restrict tr, float *restrict hr,
-                           Py_ssize_t hid) {
+                           Py_ssize_t hid, float s) {
     for (Py_ssize_t j = 0; j < hid; j++) {
-        float i = lg_sigmoidf(2.0f * zi[j]), f = lg_sigmoidf(2.0f * zf[j]);
-        float g = lg_tanhf(zg[j]), o = lg_sigmoidf(2.0f * zo[j]);
+        float i = lg_sigmoidf(s * zi[j]), f = lg_sigmoidf(s * zf[j]);
+        float g = lg_tanhf(zg[j]), o = lg_sigmoidf(s * zo[j]);
         zi[j] = i;
         zf[j] = f;
         zg[j] = g;
@@ -46,12 +46,12 @@ LG_INLINE void lg_lstm_row(float *restrict zi, float *restrict zf, float *restri
 
 LG_CLONES static void k_lstm_cell(float *z, const float *zh, const float *bias, const float *c_prev, float *c,
                                   float *tanh_c, float *h, float *h_next, Py_ssize_t ld, Py_ssize_t rows,
-                                  Py_ssize_t hid) {
+                                  Py_ssize_t hid, float s) {
     for (Py_ssize_t r = 0; r < rows; r++) {
         float *zr = z + r * 4 * hid, *hr = h + r * hid;
         if (zh) lg_lstm_pre(zr, zh + r * 4 * hid, bias, 4 * hid);
         lg_lstm_row(zr, zr + hid, zr + 2 * hid, zr + 3 * hid, c_prev + r * hid, c + r * hid, tanh_c + r * hid, hr,
-                    hid);
+                    hid, s);
         if (h_next) memcpy(h_next + r * ld, hr, (size_t)hid * sizeof(float));
     }
 }
@@ -162,11 +162,11 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
 /* ---- whole LSTM layers: the time loop in one call, each step's product by gemm.h ---------------- */
 
 /* The forward over T steps (reverse: from the last) of `rows` batch rows. gates (T, rows, 4 hid) comes in
-   holding each step's input projection (halved i, f, o columns, as k_lstm_cell takes them) and leaves
-   holding the activated gates; packed is W (hid, 4 hid) = the halved W_hh^T packed by lg_pack_b; bias
-   (4 hid, halved) or NULL. Step t's pre-activations are (projection + bias) + h_{t-1} W, then
-   k_lstm_cell's gate math writes cells, tanh_c and out (each (T, rows, hid)) and copies h into the
-   next step's row block of hx (T, rows, ld; the backward's weight-gradient product reads it). */
+   holding each step's input projection and leaves holding the activated gates; packed is W_hh^T
+   (hid, 4 hid) packed by lg_pack_bt; bias (4 hid: b_ih + b_hh) or NULL. Step t's pre-activations are
+   (projection + bias) + h_{t-1} W_hh^T (not halved: k_lstm_cell's factor is 1), then k_lstm_cell's gate
+   math writes cells, tanh_c and out (each (T, rows, hid)) and copies h into the next step's row block
+   of hx (T, rows, ld; the backward's weight-gradient product reads it). */
 static void k_lstm_layer(float *gates, const float *packed, const float *bias, const float *h0, const float *c0,
                          float *cells, float *tanh_c, float *out, float *hx, Py_ssize_t ld, Py_ssize_t steps,
                          Py_ssize_t rows, Py_ssize_t hid, int reverse) {
@@ -177,7 +177,7 @@ static void k_lstm_layer(float *gates, const float *packed, const float *bias, c
         float *z = gates + t * n * 4;
         lg_gemm(h, hid, packed, z, g4, rows, g4, hid, bias, 1);
         k_lstm_cell(z, NULL, NULL, c, cells + t * n, tanh_c + t * n, out + t * n,
-                    s + 1 < steps && hx ? hx + next * rows * ld : NULL, ld, rows, hid);
+                    s + 1 < steps && hx ? hx + next * rows * ld : NULL, ld, rows, hid, 1.0f);
     }
 }
 

@@ -101,19 +101,10 @@ class LSTMLayer(Function):
     def forward(self, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
         t_len, batch, n_in = x.shape
         hid = h0.shape[1]
-        h2, h3 = 2 * hid, 3 * hid
         k = hid + n_in + (b_ih is not None)
-        half = B.ones(4 * hid, x.dtype)
-        half[:h2] = half[h3:] = 0.5
-        shift = B.xp.subtract(1, half)  # 0.5 for i, f, o; 0 for g
-        w = B.empty((k, 4 * hid), x.dtype)
-        B.xp.multiply(B.transpose(w_hh), half, out=w[:hid])
-        B.xp.multiply(B.transpose(w_ih), half, out=w[hid:hid + n_in])
         hx = B.empty((t_len, batch, k), x.dtype)  # step t's [h_{t-1}, x_t, 1], saved for backward
         hx[:, :, hid:hid + n_in] = x
         if b_ih is not None:
-            B.xp.add(b_ih, b_hh, out=w[-1])
-            w[-1] *= half
             hx[:, :, -1] = 1
         steps = _steps(t_len, reverse)
         hx[steps[0], :, :hid] = h0
@@ -121,46 +112,70 @@ class LSTMLayer(Function):
         gates = B.empty((t_len, batch, 4 * hid), x.dtype)  # activated gates, saved for backward
         cells = B.empty((t_len, batch, hid), x.dtype)
         tanh_c = B.empty((t_len, batch, hid), x.dtype)
-        tmp = B.xp.empty((batch, hid), x.dtype)
-        mm, add, mul, tanh = B.xp.matmul, B.xp.add, B.xp.multiply, B.xp.tanh
-        c = c0
-        step = -1 if reverse else 1
-        if B.rnn_native(h0, c0, gates):
+        if B.lstm_layer_takes(hid, h0, c0, w_hh, b_ih, b_hh):
             # the input projections of all steps in one product (one large GEMM runs faster than
-            # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes); then the
-            # whole time loop in one native call (each step's h W_hh by its own small-matrix kernel),
-            # or, where that is not built for this CPU or hidden size, a native pass a step that adds
-            # BLAS's h W_hh and the bias, then does the gate math
-            mm(B.reshape(x, (t_len * batch, n_in)), w[hid:hid + n_in], out=B.reshape(gates, (t_len * batch, 4 * hid)))
-            bias = w[-1] if b_ih is not None else None
-            if not B.lstm_layer(gates, w[:hid], bias, h0, c0, cells, tanh_c, out, hx, reverse):
-                zh = B.xp.empty((batch, 4 * hid), x.dtype)
-                h = h0
-                for t in steps:
-                    nxt = hx[t + step] if 0 <= t + step < t_len else None
-                    mm(h, w[:hid], out=zh)
-                    B.lstm_cell(gates[t], zh, bias, c, cells[t], tanh_c[t], out[t], nxt)
-                    c, h = cells[t], out[t]
-            c = cells[steps[-1]]
+            # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes), then the
+            # whole time loop in one native call
+            B.xp.matmul(B.reshape(x, (t_len * batch, n_in)), B.transpose(w_ih),
+                        out=B.reshape(gates, (t_len * batch, 4 * hid)))
+            bias = B.add(b_ih, b_hh) if b_ih is not None else None
+            B.lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, reverse)
+            out[t_len] = cells[steps[-1]]
         else:
-            for t in steps:
-                z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
-                mm(hx[t], w, out=z)
-                tanh(z, out=z)
-                mul(z, half, out=z)
-                add(z, shift, out=z)
-                mul(z[:, hid:h2], c, out=cn)  # c' = f c + i g
-                mul(z[:, :hid], z[:, h2:h3], out=tmp)
-                add(cn, tmp, out=cn)
-                tanh(cn, out=th)
-                mul(z[:, h3:], th, out=o)  # h' = o tanh(c')
-                if 0 <= t + step < t_len:
-                    hx[t + step, :, :hid] = o
-                c = cn
-        out[t_len] = c
+            out[t_len] = self._forward_steps(x, w_ih, w_hh, b_ih, b_hh, h0, c0, steps, hx, out, gates, cells, tanh_c)
         self.reverse = reverse
         self.saved = (w_ih, w_hh, c0, hx, out, gates, cells, tanh_c)
         return out
+
+    @staticmethod
+    def _forward_steps(x, w_ih, w_hh, b_ih, b_hh, h0, c0, steps, hx, out, gates, cells, tanh_c):
+        """The forward a step at a time, with the halved weights W (see the class): a native pass a
+        step after BLAS's product where the step kernel takes the arrays, else NumPy's gate math.
+        Returns the final cell state."""
+        t_len, batch, n_in = x.shape
+        hid = h0.shape[1]
+        h2, h3 = 2 * hid, 3 * hid
+        half = B.ones(4 * hid, x.dtype)
+        half[:h2] = half[h3:] = 0.5
+        shift = B.xp.subtract(1, half)  # 0.5 for i, f, o; 0 for g
+        w = B.empty((hx.shape[2], 4 * hid), x.dtype)
+        B.xp.multiply(B.transpose(w_hh), half, out=w[:hid])
+        B.xp.multiply(B.transpose(w_ih), half, out=w[hid:hid + n_in])
+        if b_ih is not None:
+            B.xp.add(b_ih, b_hh, out=w[-1])
+            w[-1] *= half
+        mm, add, mul, tanh = B.xp.matmul, B.xp.add, B.xp.multiply, B.xp.tanh
+        c = c0
+        step = steps.step
+        if B.rnn_native(h0, c0, gates):
+            # the input projections in one product, then a native pass a step that adds BLAS's
+            # h W_hh and the bias, and does the gate math
+            mm(B.reshape(x, (t_len * batch, n_in)), w[hid:hid + n_in], out=B.reshape(gates, (t_len * batch, 4 * hid)))
+            bias = w[-1] if b_ih is not None else None
+            zh = B.xp.empty((batch, 4 * hid), x.dtype)
+            h = h0
+            for t in steps:
+                nxt = hx[t + step] if 0 <= t + step < t_len else None
+                mm(h, w[:hid], out=zh)
+                B.lstm_cell(gates[t], zh, bias, c, cells[t], tanh_c[t], out[t], nxt)
+                c, h = cells[t], out[t]
+            return c
+        tmp = B.xp.empty((batch, hid), x.dtype)
+        for t in steps:
+            z, cn, th, o = gates[t], cells[t], tanh_c[t], out[t]
+            mm(hx[t], w, out=z)
+            tanh(z, out=z)
+            mul(z, half, out=z)
+            add(z, shift, out=z)
+            mul(z[:, hid:h2], c, out=cn)  # c' = f c + i g
+            mul(z[:, :hid], z[:, h2:h3], out=tmp)
+            add(cn, tmp, out=cn)
+            tanh(cn, out=th)
+            mul(z[:, h3:], th, out=o)  # h' = o tanh(c')
+            if 0 <= t + step < t_len:
+                hx[t + step, :, :hid] = o
+            c = cn
+        return c
 
     def backward(self, g):
         if isinstance(g, Tensor):
@@ -171,13 +186,13 @@ class LSTMLayer(Function):
         dz = B.empty(gates.shape, gates.dtype)
         dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
-        if B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
-            if not B.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, self.reverse):
-                first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
-                for t in _steps(t_len, not self.reverse):
-                    B.lstm_cell_backward(g[t], dh, dc, gates[t], c0 if t == first else cells[t + back], tanh_c[t],
-                                         dz[t])
-                    B.xp.matmul(dz[t], w_hh, out=dh)
+        if B.rnn_native(g, c0, gates) and B.lstm_layer_takes(hid, w_hh):  # the whole loop in one native call
+            B.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, self.reverse)
+        elif B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
+            first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
+            for t in _steps(t_len, not self.reverse):
+                B.lstm_cell_backward(g[t], dh, dc, gates[t], c0 if t == first else cells[t + back], tanh_c[t], dz[t])
+                B.xp.matmul(dz[t], w_hh, out=dh)
         else:
             _lstm_backward_steps(g, gates, cells, tanh_c, c0, w_hh, self.reverse, dz, dh, dc)
         flat = B.reshape(dz, (-1, 4 * hid))
