@@ -154,8 +154,27 @@ def _native_calls() -> dict[str, Callable[[Any], list[np.ndarray]]]:
                    f(1e-8))
         return [p, m, v, vmax]
 
+    t, b, hid = 6, 40, 32  # the LSTM layer's: 40 rows, five chunks of 8
+    proj = rng.standard_normal((t, b, 4 * hid)).astype(np.float32)
+    w_hh = (rng.standard_normal((4 * hid, hid)) * 0.2).astype(np.float32)
+    bias = rng.standard_normal(4 * hid).astype(np.float32)
+    h0, c0 = (rng.standard_normal((b, hid)).astype(np.float32) for _ in range(2))
+    gout = rng.standard_normal((t + 1, b, hid)).astype(np.float32)
+
+    def lstm_layer(k: Any) -> list[np.ndarray]:
+        if not k.gemm_variant():
+            pytest.skip("no AVX2+FMA: no whole-layer LSTM kernel")
+        gates = proj.copy()
+        cells, tanh_c = np.empty((t, b, hid), np.float32), np.empty((t, b, hid), np.float32)
+        out, hx = np.empty((t + 1, b, hid), np.float32), np.zeros((t, b, hid + 3), np.float32)
+        pack = np.empty(4 * hid * hid, np.float32)
+        k.lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, hid + 3, False)
+        dz, dh, dc = np.empty_like(gates), np.zeros((b, hid), np.float32), gout[t].copy()
+        k.lstm_layer_backward(gout, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, False)
+        return [gates, cells, tanh_c, out[:t], hx, dz, dh, dc]
+
     return {"gelu": gelu, "relu": relu, "layer_norm": layer_norm, "softmax": softmax, "max_pool": max_pool,
-            "adam": adam}
+            "adam": adam, "lstm_layer": lstm_layer}
 
 
 needs_native = pytest.mark.skipif(not B.native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")
@@ -177,6 +196,43 @@ def test_native_kernels_give_the_same_bits_on_any_thread_count(name: str) -> Non
     finally:
         k.set_num_threads(saved)
     assert k.pool_workers() >= 4  # the calls above were split: 5 threads ran them
+
+
+@needs_native
+def test_pool_workers_stay_off_the_callers_cpu() -> None:
+    """After a split call the workers' affinity leaves out the CPU the caller ran on (pool.h: so the
+    kernel does not queue a woken worker behind the caller while OpenBLAS spins on the other core)."""
+    import os
+    import sys
+    if not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs Linux and two usable CPUs")
+    k = B.native._loaded
+    saved = k.get_num_threads()
+    x = np.ones((1024, 512), np.float32)
+    try:
+        k.set_num_threads(2)
+        k.relu(x, np.empty_like(x))  # large enough to split
+        assert k.pool_workers() >= 1
+        allowed = os.sched_getaffinity(0)
+        masks = {}
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/status") as f:
+                line = next(s for s in f if s.startswith("Cpus_allowed_list"))
+            masks[tid] = line.split(":", 1)[1].strip()
+        narrowed = [m for t, m in masks.items() if _cpus(m) < allowed]
+        assert narrowed, masks  # a worker's mask lost the caller's CPU
+        assert all(len(allowed - _cpus(m)) == 1 for m in narrowed), masks
+    finally:
+        k.set_num_threads(saved)
+
+
+def _cpus(listing: str) -> set[int]:
+    """The CPUs of a /proc Cpus_allowed_list ("0-3,5")."""
+    out: set[int] = set()
+    for part in listing.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
 
 
 @needs_native

@@ -9,10 +9,11 @@
    AVX2+FMA, chosen at run time by the CPU; the tail rows of a batch that is not a multiple of the
    tile run the same tile with the missing rows skipped. Every entry of C is init plus its k
    products added in order of k by fused multiply-adds, so both variants give the same bits (and
-   so does any batch split). One thread: a team of threads synchronised once per step collapses
-   when OpenBLAS's workers spin on the other core after a GEMM (measured: 320 steps took 23.5 ms
-   on two threads right after a GEMM, 3.2 idle, 6.0 on one). Needs x86-64 with AVX2 and FMA;
-   elsewhere lg_gemm_variant() is 0 and the layers keep BLAS. */
+   so does any split of the rows). The product itself runs on one thread: the layers split their
+   batch rows between threads instead (recurrent.h), since a team that splits each step's product
+   and meets once per step collapsed while OpenBLAS's worker spins on the other core after a GEMM
+   (measured: 320 steps took 23.5 ms on two threads right after a GEMM, 3.2 idle, 6.0 on one).
+   Needs x86-64 with AVX2 and FMA; elsewhere lg_gemm_variant() is 0 and the layers keep BLAS. */
 
 #ifndef LG_GEMM_H
 #define LG_GEMM_H

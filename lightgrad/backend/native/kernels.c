@@ -379,8 +379,10 @@ static PyObject *py_lstm_layer(PyObject *self, PyObject *const *args, Py_ssize_t
     float *hx = lg_get(&b, args[8], 1, 1, steps * rows * ld, "hx", &err);
     float *pack = lg_get(&b, args[9], 1, 0, 4 * hid * hid, "pack", &err);
     if (!err) {
+        lg_task t = {.fn = t_lstm_layer, .p = {gates, pack, bias, h0, c0, cells, tanh_c, out, hx},
+                     .i = {ld, steps, rows, hid, reverse}};
         Py_BEGIN_ALLOW_THREADS lg_pack_bt(w_hh, hid, hid, 4 * hid, pack);
-        k_lstm_layer(gates, pack, bias, h0, c0, cells, tanh_c, out, hx, ld, steps, rows, hid, reverse);
+        lg_parallel(&t, rows, steps * 4 * hid * hid, LG_LAYER_GRAIN);
         Py_END_ALLOW_THREADS
     }
     lg_release(&b);
@@ -416,8 +418,10 @@ static PyObject *py_lstm_layer_backward(PyObject *self, PyObject *const *args, P
     const float *w_hh = lg_get(&b, args[8], 0, 0, 4 * hid * hid, "w_hh", &err);
     float *pack = lg_get(&b, args[9], 1, 0, 4 * hid * hid, "pack", &err);
     if (!err) {
+        lg_task t = {.fn = t_lstm_layer_backward, .p = {g, dz, dh, dc, gates, cells, tanh_c, c0, pack},
+                     .i = {steps, rows, hid, reverse}};
         Py_BEGIN_ALLOW_THREADS lg_pack_b(w_hh, hid, 4 * hid, hid, pack);
-        k_lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, pack, steps, rows, hid, reverse);
+        lg_parallel(&t, rows, steps * 4 * hid * hid, LG_LAYER_GRAIN);
         Py_END_ALLOW_THREADS
     }
     lg_release(&b);

@@ -16,7 +16,9 @@
 
    Invariants: one parallel call runs at a time (lg_pool.busy; a second caller, from another Python
    thread with the GIL released, runs its task alone); the caller never returns while a worker is
-   inside its task; a forked child starts with no workers (the parent's threads do not exist there).
+   inside its task; a forked child starts with no workers (the parent's threads do not exist there);
+   on Linux the workers' affinity leaves out the CPU the caller last split a call from
+   (lg_pool_avoid_caller; within the process's affinity as it was then).
    Needs pthreads; elsewhere every task runs on the caller. */
 
 #ifndef LG_POOL_H
@@ -34,7 +36,7 @@ typedef void (*lg_part_fn)(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi);
 struct lg_task {
     lg_part_fn fn;
     const void *p[12];
-    Py_ssize_t i[4];
+    Py_ssize_t i[6];
     float f[12];
 };
 
@@ -48,6 +50,9 @@ static int lg_threads = 1; /* threads a call may use, the caller included (set_n
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 #define LG_MAX_WORKERS 63
 
@@ -62,8 +67,10 @@ static struct {
     int chunks;
     atomic_int next, done, inside;
     atomic_flag busy;
+    pthread_t th[LG_MAX_WORKERS];
+    int caller_cpu;         /* the CPU the workers were last kept off (-1: none yet) */
 } lg_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 1, NULL,
-             0, 0, 0, 0, 0, 0, ATOMIC_FLAG_INIT};
+             0, 0, 0, 0, 0, 0, ATOMIC_FLAG_INIT, {0}, -1};
 
 /* Claim and run chunks of the current call until none is left. */
 static void lg_run_chunks(void) {
@@ -103,6 +110,7 @@ static void lg_pool_forget(void) {
     lg_pool.wake = c1;
     lg_pool.idle = c2;
     lg_pool.started = 0;
+    lg_pool.caller_cpu = -1;
     lg_pool.finished = 1;
     atomic_store(&lg_pool.inside, 0);
     atomic_flag_clear(&lg_pool.busy);
@@ -128,10 +136,33 @@ static void lg_pool_grow(int want) {
         pthread_attr_destroy(&attr);
         if (rc != 0) break; /* fewer workers: calls still complete, on fewer threads */
         pthread_mutex_lock(&lg_pool.mu);
+        lg_pool.th[lg_pool.started] = th;
+        lg_pool.caller_cpu = -1; /* the new worker has the process's whole mask */
         lg_pool.started++;
         pthread_mutex_unlock(&lg_pool.mu);
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Keep the workers off the caller's CPU. When every core is busy (the caller on one, OpenBLAS's worker
+   spinning on the other after a GEMM), the kernel may queue a woken worker behind the caller, where it
+   waits out the caller's time slice and takes no chunk: measured, a 2-thread LSTM layer then took as
+   long as on one thread in about half of the runs. A worker kept off the caller's CPU goes to the other
+   core, where OpenBLAS's spinning thread yields to it. One affinity call per worker, only when the caller
+   has moved; the masks stay within the process's own affinity. */
+static void lg_pool_avoid_caller(int threads) {
+#ifdef __linux__
+    int cpu = sched_getcpu();
+    if (cpu < 0 || cpu == lg_pool.caller_cpu) return;
+    cpu_set_t mask;
+    if (sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2) return;
+    CPU_CLR(cpu, &mask);
+    for (int w = 0; w < threads - 1 && w < lg_pool.started; w++)
+        pthread_setaffinity_np(lg_pool.th[w], sizeof mask, &mask);
+    lg_pool.caller_cpu = cpu;
+#else
+    (void)threads;
+#endif
 }
 
 /* Run task over units 0..units-1, each costing `cost` element-equivalents; chunks of at least `grain`
@@ -155,6 +186,7 @@ static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_s
     if (chunks > units / grain) chunks = units / grain;
     Py_ssize_t per = (units + chunks - 1) / chunks;
     chunks = (units + per - 1) / per;
+    lg_pool_avoid_caller(threads);
     pthread_mutex_lock(&lg_pool.mu);
     lg_pool.task = t;
     lg_pool.units = units;

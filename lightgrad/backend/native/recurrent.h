@@ -161,40 +161,64 @@ LG_CLONES static void k_gru_cell_backward(const float *gh, float *carry, const f
 
 /* ---- whole LSTM layers: the time loop in one call, each step's product by gemm.h ---------------- */
 
-/* The forward over T steps (reverse: from the last) of `rows` batch rows. gates (T, rows, 4 hid) comes in
-   holding each step's input projection and leaves holding the activated gates; packed is W_hh^T
-   (hid, 4 hid) packed by lg_pack_bt; bias (4 hid: b_ih + b_hh) or NULL. Step t's pre-activations are
-   (projection + bias) + h_{t-1} W_hh^T (not halved: k_lstm_cell's factor is 1), then k_lstm_cell's gate
-   math writes cells, tanh_c and out (each (T, rows, hid)) and copies h into the next step's row block
-   of hx (T, rows, ld; the backward's weight-gradient product reads it). */
+/* The forward over T steps (reverse: from the last) of batch rows r0 .. r1 - 1 of `rows`. gates (T, rows,
+   4 hid) comes in holding each step's input projection and leaves holding the activated gates; packed is
+   W_hh^T (hid, 4 hid) packed by lg_pack_bt; bias (4 hid: b_ih + b_hh) or NULL. Step t's pre-activations
+   are (projection + bias) + h_{t-1} W_hh^T (not halved: k_lstm_cell's factor is 1), then k_lstm_cell's
+   gate math writes cells, tanh_c and out (each (T, rows, hid)) and copies h into the next step's row
+   block of hx (T, rows, ld; the backward's weight-gradient product reads it). Batch rows never meet, so
+   a range of them runs its whole time loop alone: the pool splits a layer by rows, with no
+   synchronisation between steps (a worker that starts late, or shares its core with OpenBLAS's
+   spinning thread, takes fewer rows), and every row gets the same bits on any split. */
 static void k_lstm_layer(float *gates, const float *packed, const float *bias, const float *h0, const float *c0,
                          float *cells, float *tanh_c, float *out, float *hx, Py_ssize_t ld, Py_ssize_t steps,
-                         Py_ssize_t rows, Py_ssize_t hid, int reverse) {
-    Py_ssize_t n = rows * hid, g4 = 4 * hid;
+                         Py_ssize_t rows, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t hid, int reverse) {
+    Py_ssize_t n = rows * hid, g4 = 4 * hid, m = r1 - r0, o = r0 * hid;
     for (Py_ssize_t s = 0; s < steps; s++) {
         Py_ssize_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1, next = reverse ? t - 1 : t + 1;
-        const float *h = s == 0 ? h0 : out + prev * n, *c = s == 0 ? c0 : cells + prev * n;
-        float *z = gates + t * n * 4;
-        lg_gemm(h, hid, packed, z, g4, rows, g4, hid, bias, 1);
-        k_lstm_cell(z, NULL, NULL, c, cells + t * n, tanh_c + t * n, out + t * n,
-                    s + 1 < steps && hx ? hx + next * rows * ld : NULL, ld, rows, hid, 1.0f);
+        const float *h = s == 0 ? h0 + o : out + prev * n + o, *c = s == 0 ? c0 + o : cells + prev * n + o;
+        float *z = gates + t * n * 4 + o * 4;
+        lg_gemm(h, hid, packed, z, g4, m, g4, hid, bias, 1);
+        k_lstm_cell(z, NULL, NULL, c, cells + t * n + o, tanh_c + t * n + o, out + t * n + o,
+                    s + 1 < steps && hx ? hx + (next * rows + r0) * ld : NULL, ld, m, hid, 1.0f);
     }
 }
 
-/* Its backward: g (T + 1, rows, hid) is the outputs' gradient (g[T] that of the last cell state, already
-   copied into dc); dh comes in as zeros. Each step (in the forward's reverse order) runs
-   k_lstm_cell_backward into dz (T, rows, 4 hid), then dh = dz_t W_hh with packed = W_hh (4 hid, hid)
-   packed. Leaves dh and dc holding the gradients reaching h0 and c0. */
+/* Its backward for rows r0 .. r1 - 1: g (T + 1, rows, hid) is the outputs' gradient (g[T] that of the
+   last cell state, already copied into dc); dh comes in as zeros. Each step (in the forward's reverse
+   order) runs k_lstm_cell_backward into dz (T, rows, 4 hid), then dh = dz_t W_hh with packed = W_hh
+   (4 hid, hid) packed. Leaves dh and dc holding the gradients reaching h0 and c0. */
 static void k_lstm_layer_backward(const float *g, float *dz, float *dh, float *dc, const float *gates,
                                   const float *cells, const float *tanh_c, const float *c0, const float *packed,
-                                  Py_ssize_t steps, Py_ssize_t rows, Py_ssize_t hid, int reverse) {
-    Py_ssize_t n = rows * hid, g4 = 4 * hid;
+                                  Py_ssize_t steps, Py_ssize_t rows, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t hid,
+                                  int reverse) {
+    Py_ssize_t n = rows * hid, g4 = 4 * hid, m = r1 - r0, o = r0 * hid;
     for (Py_ssize_t s = 0; s < steps; s++) {
         Py_ssize_t t = reverse ? s : steps - 1 - s, prev = reverse ? t + 1 : t - 1;
-        const float *c = s == steps - 1 ? c0 : cells + prev * n;
-        k_lstm_cell_backward(g + t * n, dh, dc, gates + t * n * 4, c, tanh_c + t * n, dz + t * n * 4, rows, hid);
-        lg_gemm(dz + t * n * 4, g4, packed, dh, hid, rows, hid, g4, NULL, 0);
+        const float *c = s == steps - 1 ? c0 + o : cells + prev * n + o;
+        float *d = dz + t * n * 4 + o * 4;
+        k_lstm_cell_backward(g + t * n + o, dh + o, dc + o, gates + t * n * 4 + o * 4, c, tanh_c + t * n + o, d, m,
+                             hid);
+        lg_gemm(d, g4, packed, dh + o, hid, m, hid, g4, NULL, 0);
     }
 }
+
+/* As pool tasks over batch rows: p = the arrays in k_lstm_layer's (k_lstm_layer_backward's) order,
+   i = (ld, steps, rows, hid, reverse) ((steps, rows, hid, reverse)) */
+static void t_lstm_layer(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
+    k_lstm_layer((float *)t->p[0], (const float *)t->p[1], (const float *)t->p[2], (const float *)t->p[3],
+                 (const float *)t->p[4], (float *)t->p[5], (float *)t->p[6], (float *)t->p[7], (float *)t->p[8],
+                 t->i[0], t->i[1], t->i[2], lo, hi, t->i[3], (int)t->i[4]);
+}
+
+static void t_lstm_layer_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
+    k_lstm_layer_backward((const float *)t->p[0], (float *)t->p[1], (float *)t->p[2], (float *)t->p[3],
+                          (const float *)t->p[4], (const float *)t->p[5], (const float *)t->p[6],
+                          (const float *)t->p[7], (const float *)t->p[8], t->i[0], t->i[1], lo, hi, t->i[2],
+                          (int)t->i[3]);
+}
+
+/* Rows a chunk takes at least: one AVX-512 register tile */
+#define LG_LAYER_GRAIN 8
 
 #endif
