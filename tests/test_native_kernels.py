@@ -434,8 +434,11 @@ LSTM_CASES = {
     # hidden sizes the whole-layer kernel takes (multiples of 32), batches that leave tail rows
     "layer_kernel_tail_rows_2_layers": (2, True, True, False, True, (6, 13, 5, 32)),
     "layer_kernel_no_bias_batch_first": (1, False, False, True, True, (5, 3, 4, 64)),
+    # 21 rows: on two threads the pool splits them into chunks of 11 and 10 (a tile and a tail each)
+    "layer_kernel_split_rows_bidirectional": (1, True, True, False, True, (4, 21, 6, 32)),
 }
-LAYER_KERNEL_CASES = ["bench", "layer_kernel_tail_rows_2_layers", "layer_kernel_no_bias_batch_first"]
+LAYER_KERNEL_CASES = ["bench", "layer_kernel_tail_rows_2_layers", "layer_kernel_no_bias_batch_first",
+                      "layer_kernel_split_rows_bidirectional"]
 
 
 def _lstm_run(module: Any, case: str, dtype: Any = np.float32) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:

@@ -164,14 +164,17 @@ def _native_calls() -> dict[str, Callable[[Any], list[np.ndarray]]]:
     def lstm_layer(k: Any) -> list[np.ndarray]:
         if not k.gemm_variant():
             pytest.skip("no AVX2+FMA: no whole-layer LSTM kernel")
-        gates = proj.copy()
-        cells, tanh_c = np.empty((t, b, hid), np.float32), np.empty((t, b, hid), np.float32)
-        out, hx = np.empty((t + 1, b, hid), np.float32), np.zeros((t, b, hid + 3), np.float32)
-        pack = np.empty(4 * hid * hid, np.float32)
-        k.lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, hid + 3, False)
-        dz, dh, dc = np.empty_like(gates), np.zeros((b, hid), np.float32), gout[t].copy()
-        k.lstm_layer_backward(gout, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, False)
-        return [gates, cells, tanh_c, out[:t], hx, dz, dh, dc]
+        res = []
+        for reverse in (False, True):
+            gates = proj.copy()
+            cells, tanh_c = np.empty((t, b, hid), np.float32), np.empty((t, b, hid), np.float32)
+            out, hx = np.empty((t + 1, b, hid), np.float32), np.zeros((t, b, hid + 3), np.float32)
+            pack = np.empty(4 * hid * hid, np.float32)
+            k.lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, hid + 3, reverse)
+            dz, dh, dc = np.empty_like(gates), np.zeros((b, hid), np.float32), gout[t].copy()
+            k.lstm_layer_backward(gout, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse)
+            res += [gates, cells, tanh_c, out[:t], hx, dz, dh, dc]
+        return res
 
     return {"gelu": gelu, "relu": relu, "layer_norm": layer_norm, "softmax": softmax, "max_pool": max_pool,
             "adam": adam, "lstm_layer": lstm_layer}
