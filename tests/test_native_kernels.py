@@ -209,6 +209,33 @@ def test_softmax_special_rows(op: str, which: str) -> None:
     np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("which", ["native", "numpy"])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_softmax_long_rows_with_specials(op: str, which: str) -> None:
+    """Rows of 40 (the kernel's vector lanes and its tail): a NaN or an infinity inside the vector part,
+    masked -inf entries, and values whose exponentials are denormal (-90 .. -104) or round to 0."""
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((5, 40)).astype(np.float32)
+    rows[0, 7] = np.nan
+    rows[1, 20:] = -np.inf  # a causal mask's row
+    rows[2, 3] = np.inf
+    rows[3, :6] = [-90.0, -100.0, -103.9, -104.1, -200.0, -np.inf]
+    rows[4, 30] = np.nan  # in the tail
+    g = rng.standard_normal(rows.shape).astype(np.float32)
+    xt = torch.tensor(rows, requires_grad=True)
+    want = getattr(xt, op)(-1)
+    want.backward(torch.tensor(g))
+    with path(which):
+        x = lg.tensor(rows, requires_grad=True)
+        y = getattr(x, op)(-1)
+        y.backward(lg.tensor(g))
+    np.testing.assert_allclose(y._data, want.detach().numpy(), rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    if op == "softmax":  # the denormal probabilities themselves, to a few ulp of PyTorch's
+        np.testing.assert_allclose(y._data[3, :5], want.detach().numpy()[3, :5], rtol=1e-5, atol=0)
+
+
 @pytest.mark.parametrize("which", ["native", "numpy"])
 def test_layer_norm_constant_rows(which: str) -> None:
     """A constant row has variance 0: xhat 0, rstd 1 / sqrt(eps), as PyTorch."""
