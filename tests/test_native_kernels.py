@@ -753,7 +753,11 @@ GRU_CASES = {
     "one_layer": (1, False, True, False, False, (16, 8, 12, 32)),
     "h0_bidirectional_2_layers": (2, True, True, False, True, (5, 4, 3, 8)),
     "no_bias_batch_first": (1, False, False, True, True, (4, 2, 3, 5)),
+    # the whole-layer kernel's: tail rows, and 21 rows that two threads split into 11 and 10
+    "layer_kernel_no_bias_tail_rows": (1, False, False, True, True, (5, 3, 4, 64)),
+    "layer_kernel_split_rows_bidirectional_2_layers": (2, True, True, False, True, (4, 21, 6, 32)),
 }
+GRU_LAYER_KERNEL_CASES = ["one_layer", "layer_kernel_no_bias_tail_rows", "layer_kernel_split_rows_bidirectional_2_layers"]
 
 
 def _gru_run(module: Any, case: str, dtype: Any = np.float32) -> tuple[list[np.ndarray], dict[str, np.ndarray]]:
@@ -828,6 +832,72 @@ def test_gru_float64_against_torch_float64_and_finite_differences() -> None:
     (m(xt, ht)[0] * lg.tensor(r)).sum().backward()
     for t, n in zip((xt, ht), numeric_grads(f, [x.copy(), h0.copy()], r)):
         np.testing.assert_allclose(t.grad._data, n, rtol=1e-6, atol=1e-8)
+
+
+def test_gru_reaches_the_layer_kernels(spy: Spy) -> None:
+    """A hidden size that is a multiple of 32 runs each layer and direction's time loop in one call."""
+    if not spy.kernels.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layers run a native pass a step")
+    m = lg.nn.GRU(3, 32, bidirectional=True)
+    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 64)).sum().backward()
+    assert spy.calls.count("gru_layer") == 2 and spy.calls.count("gru_layer_backward") == 2, spy.calls
+    assert "gru_cell" not in spy.calls and "gru_cell_backward" not in spy.calls
+
+
+@needs_native
+@pytest.mark.parametrize("case", GRU_LAYER_KERNEL_CASES)
+def test_gru_layer_kernel_variants(case: str) -> None:
+    """As the LSTM's: the same bits with AVX-512 and AVX2, and every variant (0: BLAS and a native pass
+    a step) agrees with PyTorch."""
+    k = native.kernels
+    assert k is not None
+    variants = _gemm_variants()
+    runs = {}
+    try:
+        for v in variants + [0]:
+            k.set_gemm_variant(v)
+            runs[v] = _gru_run(lg, case)
+    finally:
+        k.set_gemm_variant(-1)
+    torch.set_num_threads(1)
+    t_vals, t_grads = _gru_run(torch, case)
+    for v, (vals, grads) in runs.items():
+        for a, ta in zip(vals, t_vals):
+            np.testing.assert_allclose(a, ta, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(ta).max())), err_msg=str(v))
+        for name, g in grads.items():
+            np.testing.assert_allclose(g, t_grads[name], rtol=1e-4,
+                                       atol=2e-5 * max(1.0, float(np.abs(t_grads[name]).max())), err_msg=f"{v} {name}")
+    if len(variants) == 2:
+        for a, b in zip(runs[512][0], runs[256][0]):
+            np.testing.assert_array_equal(a, b)
+        for name in runs[512][1]:
+            np.testing.assert_array_equal(runs[512][1][name], runs[256][1][name], err_msg=name)
+    if not variants:
+        pytest.skip("no AVX2+FMA: only the per-step path ran")
+
+
+@needs_native
+def test_gru_layer_kernels_check_their_buffers() -> None:
+    k = native.kernels
+    assert k is not None
+    if not k.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layer kernels refuse every call")
+    t, b, hid = 2, 3, 32
+    x3, s, s3 = np.zeros((t, b, 3 * hid), np.float32), np.zeros((b, hid), np.float32), np.zeros((b, 3 * hid), np.float32)
+    o, w, pack = np.zeros((t, b, hid), np.float32), np.zeros((3 * hid, hid), np.float32), np.zeros(3 * hid * hid, np.float32)
+    k.gru_layer(x3, w, None, s, s3, x3.copy(), o.copy(), o.copy(), pack, hid, False)  # the right shapes
+    with pytest.raises(ValueError, match="multiple of 32"):
+        k.gru_layer(x3, w, None, s, s3, x3.copy(), o.copy(), o.copy(), pack, 48, False)
+    with pytest.raises(ValueError, match="float32"):  # hp is (rows, 3 hid)
+        k.gru_layer(x3, w, None, s, s3[:, :-1].copy(), x3.copy(), o.copy(), o.copy(), pack, hid, False)
+    with pytest.raises(ValueError, match="float32"):  # b_hh is (3 hid)
+        k.gru_layer(x3, w, np.zeros(3 * hid - 1, np.float32), s, s3, x3.copy(), o.copy(), o.copy(), pack, hid, False)
+    k.gru_layer_backward(o, s.copy(), s.copy(), x3, o, o, x3.copy(), x3.copy(), w, pack, hid, True)
+    with pytest.raises(ValueError, match="float32"):  # dx is (T, rows, 3 hid)
+        k.gru_layer_backward(o, s.copy(), s.copy(), x3, o, o, o.copy(), x3.copy(), w, pack, hid, True)
+    with pytest.raises(ValueError, match="rows"):
+        k.gru_layer_backward(o, np.zeros(7, np.float32), s.copy(), x3, o, o, x3.copy(), x3.copy(), w, pack, hid,
+                             True)
 
 
 def test_gru_reaches_the_step_kernels(spy: Spy) -> None:

@@ -176,8 +176,25 @@ def _native_calls() -> dict[str, Callable[[Any], list[np.ndarray]]]:
             res += [gates, cells, tanh_c, out[:t], hx, dz, dh, dc]
         return res
 
+    xp3 = rng.standard_normal((t, b, 3 * hid)).astype(np.float32)
+    w3 = (rng.standard_normal((3 * hid, hid)) * 0.2).astype(np.float32)
+
+    def gru_layer(k: Any) -> list[np.ndarray]:
+        if not k.gemm_variant():
+            pytest.skip("no AVX2+FMA: no whole-layer GRU kernel")
+        res = []
+        for reverse in (False, True):
+            gates, hn, out = np.empty_like(xp3), np.empty((t, b, hid), np.float32), np.empty((t, b, hid), np.float32)
+            pack, hp = np.empty(3 * hid * hid, np.float32), np.empty((b, 3 * hid), np.float32)
+            k.gru_layer(xp3, w3, bias[:3 * hid].copy(), h0, hp, gates, hn, out, pack, hid, reverse)
+            carry, dm = np.zeros((b, hid), np.float32), np.zeros((b, hid), np.float32)
+            dx, dhp = np.empty_like(xp3), np.empty_like(xp3)
+            k.gru_layer_backward(gout[:t].copy(), carry, dm, gates, hn, out, dx, dhp, w3, pack, hid, reverse)
+            res += [gates, hn, out, carry, dm, dx, dhp]
+        return res
+
     return {"gelu": gelu, "relu": relu, "layer_norm": layer_norm, "softmax": softmax, "max_pool": max_pool,
-            "adam": adam, "lstm_layer": lstm_layer}
+            "adam": adam, "lstm_layer": lstm_layer, "gru_layer": gru_layer}
 
 
 needs_native = pytest.mark.skipif(not B.native.available, reason="the native kernels are off (LIGHTGRAD_NATIVE=0) or not built")

@@ -49,9 +49,9 @@ from .elementwise import (_AXPY_CHUNK, absolute, add, add_into, arccos, arccosh,
                           maximum, minimum, multiply, negative, nextafter, not_equal, power, reciprocal, remainder,
                           right_shift, round_, sign, sin, sqrt, subtract, tan, tanh, times, trunc, where, zeros)
 from .indexing import add_at, assign, scatter_extreme, take, take_rows
-from .kernels import (adam_, erf, gelu, gru_cell, gru_cell_backward, layer_norm, layer_norm_backward_, lstm_cell,
-                      lstm_cell_backward, lstm_layer, lstm_layer_backward, lstm_layer_takes, max_pool2x2,
-                      max_pool2x2_backward, relu, relu_backward, rnn_native)
+from .kernels import (adam_, erf, gelu, gru_cell, gru_cell_backward, gru_layer, gru_layer_backward, layer_norm,
+                      layer_norm_backward_, lstm_cell, lstm_cell_backward, lstm_layer, lstm_layer_backward,
+                      max_pool2x2, max_pool2x2_backward, relu, relu_backward, rnn_layer_takes, rnn_native)
 from .linalg import (LinAlgError, cholesky, cofactor, det, eigh, inv, lu_factor, lu_permutation, matrix_rank, qr,
                      slogdet, solve, solve_triangular, svd)
 from .reductions import (_SOFTMAX_SHIFTLESS_MIN, _bmm_copies, _reduced, bmm, dot_along, einsum, exp_sums, log_softmax,

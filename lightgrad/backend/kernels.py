@@ -423,11 +423,12 @@ def lstm_cell_backward(gh: Array, dh: Array, dc: Array, gates: Array, c_prev: Ar
     native.kernels.lstm_cell_backward(gh, dh, dc, gates, c_prev, tanh_c, dz, dc.shape[-1])  # type: ignore[union-attr]
 
 
-def lstm_layer_takes(hid: int, *arrays: Array | None) -> bool:
-    """Whether ``lstm_layer`` and ``lstm_layer_backward`` take a layer of this hidden size and these
-    arrays (float32, C-contiguous; None is let through): the native kernels built with their
-    small-matrix product for this CPU (AVX2 and FMA) and hid a multiple of 32. Where this is False
-    a layer runs ``lstm_cell`` (or its NumPy gate math) a step at a time."""
+def rnn_layer_takes(hid: int, *arrays: Array | None) -> bool:
+    """Whether the whole-layer kernels (``lstm_layer``, ``gru_layer`` and their backwards) take a
+    layer of this hidden size and these arrays (float32, C-contiguous; None is let through): the
+    native kernels built with their small-matrix product for this CPU (AVX2 and FMA) and hid a
+    multiple of 32. Where this is False a layer runs ``lstm_cell``/``gru_cell`` (or its NumPy gate
+    math) a step at a time."""
     k = native.kernels
     return k is not None and hid % 32 == 0 and bool(k.gemm_variant()) \
         and all(a is None or _native(a) is not None for a in arrays)
@@ -435,7 +436,7 @@ def lstm_layer_takes(hid: int, *arrays: Array | None) -> bool:
 
 def lstm_layer(gates: Array, w_hh: Array, bias: Array | None, h0: Array, c0: Array, cells: Array, tanh_c: Array,
                out: Array, hx: Array, reverse: bool) -> None:
-    """A whole LSTM layer's time loop in one native call (only after ``lstm_layer_takes`` said yes):
+    """A whole LSTM layer's time loop in one native call (only after ``rnn_layer_takes`` said yes):
     gates (T, B, 4H) holds the input projections x_t W_ih^T and becomes the activated gates; each
     step adds bias (b_ih + b_hh, or None) and h_{t-1} W_hh^T (w_hh (4H, H) as PyTorch stores it),
     then does the gate math into cells, tanh_c and out (T + 1, B, H: the last block is left to the
@@ -448,7 +449,7 @@ def lstm_layer(gates: Array, w_hh: Array, bias: Array | None, h0: Array, c0: Arr
 
 def lstm_layer_backward(g: Array, dz: Array, dh: Array, dc: Array, gates: Array, cells: Array, tanh_c: Array,
                         c0: Array, w_hh: Array, reverse: bool) -> None:
-    """The backward of ``lstm_layer``'s time loop in one native call (only after ``lstm_layer_takes``
+    """The backward of ``lstm_layer``'s time loop in one native call (only after ``rnn_layer_takes``
     said yes): g (T + 1, B, H) is the outputs' gradient (its last block, the final cell's, already
     in dc); dh comes in as zeros. Writes each step's pre-activation gradients into dz (T, B, 4H) and
     leaves dh, dc holding the gradients reaching h0 and c0."""
@@ -456,6 +457,29 @@ def lstm_layer_backward(g: Array, dz: Array, dh: Array, dc: Array, gates: Array,
     pack = empty((4 * hid * hid,), gates.dtype)
     native.kernels.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack,  # type: ignore[union-attr]
                                        hid, reverse)
+
+
+def gru_layer(xp: Array, w_hh: Array, b_hh: Array | None, h0: Array, gates: Array, hn: Array, out: Array,
+              reverse: bool) -> None:
+    """A whole GRU layer's time loop in one native call (only after ``rnn_layer_takes`` said yes):
+    from the input projections xp (T, B, 3H, with b_ih), each step's h_{t-1} W_hh^T (w_hh (3H, H)),
+    then ``gru_cell``'s gate math with b_hh (3H or None) into gates (T, B, 3H), hn and out (T, B, H)."""
+    hid = h0.shape[-1]
+    hp = empty((h0.shape[0], 3 * hid), xp.dtype)
+    pack = empty((3 * hid * hid,), xp.dtype)
+    native.kernels.gru_layer(xp, w_hh, b_hh, h0, hp, gates, hn, out, pack, hid, reverse)  # type: ignore[union-attr]
+
+
+def gru_layer_backward(g: Array, carry: Array, dm: Array, gates: Array, hn: Array, prev: Array, dx: Array,
+                       dhp: Array, w_hh: Array, reverse: bool) -> None:
+    """The backward of ``gru_layer``'s time loop in one native call (only after ``rnn_layer_takes``
+    said yes): g (T, B, H) the outputs' gradient, prev (T, B, H) the state each step started from;
+    carry and dm come in as zeros and leave summing to h0's gradient; writes dx and dhp (T, B, 3H),
+    the gradients of the input projections and of h W_hh^T + b_hh."""
+    hid = carry.shape[-1]
+    pack = empty((3 * hid * hid,), gates.dtype)
+    native.kernels.gru_layer_backward(g, carry, dm, gates, hn, prev, dx, dhp, w_hh, pack,  # type: ignore[union-attr]
+                                      hid, reverse)
 
 
 def gru_cell(xp: Array, hp: Array, b_hh: Array | None, h_prev: Array, gates: Array, hn: Array, h: Array) -> None:

@@ -7,8 +7,9 @@
    Each kernel is one pass (or one pass per row) where NumPy takes many: GELU and its derivative,
    layer norm forward and backward, softmax and log-softmax over the last axis and their gradients,
    ReLU and its mask, the Adam update, 2x2 max pooling forward and backward, one LSTM or GRU
-   step's gate math forward and backward, and whole LSTM layers' time loops (gemm.h's product). The Python side (backend/native/__init__.py and the backend
-   functions) decides when a kernel is used: float32, C-contiguous, non-empty, large enough.
+   step's gate math forward and backward, and whole LSTM and GRU layers' time loops (gemm.h's
+   product). The Python side (backend/native/__init__.py and the backend functions) decides when a
+   kernel is used: float32, C-contiguous, non-empty, large enough.
    Arrays arrive through the buffer protocol (PyBUF_SIMPLE: a contiguous buffer or an error), the
    GIL is released around large loops, and every size is checked here too, so a wrong call raises
    instead of touching memory it does not own.
@@ -429,6 +430,85 @@ static PyObject *py_lstm_layer_backward(PyObject *self, PyObject *const *args, P
     Py_RETURN_NONE;
 }
 
+/* gru_layer(xp, w_hh, b_hh_or_None, h0, hp, gates, hn, out, pack, hid, reverse): the whole forward
+   (k_gru_layer); xp and gates (T, rows, 3 hid), w_hh (3 hid, hid), hp a scratch (rows, 3 hid), hn and out
+   (T, rows, hid), pack a scratch of 3 hid * hid */
+static PyObject *py_gru_layer(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 11, "gru_layer")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[9]);
+    int reverse = PyObject_IsTrue(args[10]);
+    if (PyErr_Occurred() || reverse < 0) return NULL;
+    if (!lg_layer_ok(hid, "gru_layer")) return NULL;
+    Py_ssize_t n = lg_count(args[3], 4), all = lg_count(args[7], 4);
+    if (n < 0 || all < 0) return NULL;
+    if (n == 0 || n % hid || all % n)
+        return PyErr_Format(PyExc_ValueError, "gru_layer: h0 of %zd and out of %zd entries are not rows of %zd", n,
+                            all, hid);
+    Py_ssize_t rows = n / hid, steps = all / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *xp = lg_get(&b, args[0], 0, 0, 3 * all, "xp", &err);
+    const float *w_hh = lg_get(&b, args[1], 0, 0, 3 * hid * hid, "w_hh", &err);
+    const float *b_hh = lg_get(&b, args[2], 0, 1, 3 * hid, "b_hh", &err);
+    const float *h0 = lg_get(&b, args[3], 0, 0, n, "h0", &err);
+    float *hp = lg_get(&b, args[4], 1, 0, 3 * n, "hp", &err);
+    float *gates = lg_get(&b, args[5], 1, 0, 3 * all, "gates", &err);
+    float *hn = lg_get(&b, args[6], 1, 0, all, "hn", &err);
+    float *out = lg_get(&b, args[7], 1, 0, all, "out", &err);
+    float *pack = lg_get(&b, args[8], 1, 0, 3 * hid * hid, "pack", &err);
+    if (!err) {
+        lg_task t = {.fn = t_gru_layer, .p = {xp, pack, b_hh, h0, hp, gates, hn, out},
+                     .i = {steps, rows, hid, reverse}};
+        Py_BEGIN_ALLOW_THREADS lg_pack_bt(w_hh, hid, hid, 3 * hid, pack);
+        lg_parallel(&t, rows, steps * 3 * hid * hid, LG_LAYER_GRAIN);
+        Py_END_ALLOW_THREADS
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* gru_layer_backward(g, carry, dm, gates, hn, prev, dx, dhp, w_hh, pack, hid, reverse): the whole backward
+   (k_gru_layer_backward); g, hn and prev (T, rows, hid), gates, dx and dhp (T, rows, 3 hid), carry and dm
+   (rows, hid), w_hh (3 hid, hid), pack a scratch of 3 hid * hid */
+static PyObject *py_gru_layer_backward(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (lg_nargs(nargs, 12, "gru_layer_backward")) return NULL;
+    Py_ssize_t hid = PyLong_AsSsize_t(args[10]);
+    int reverse = PyObject_IsTrue(args[11]);
+    if (PyErr_Occurred() || reverse < 0) return NULL;
+    if (!lg_layer_ok(hid, "gru_layer_backward")) return NULL;
+    Py_ssize_t n = lg_count(args[1], 4), all = lg_count(args[0], 4);
+    if (n < 0 || all < 0) return NULL;
+    if (n == 0 || n % hid || all % n)
+        return PyErr_Format(PyExc_ValueError, "gru_layer_backward: carry of %zd and g of %zd entries are not rows "
+                            "of %zd", n, all, hid);
+    Py_ssize_t rows = n / hid, steps = all / n;
+    int err = 0;
+    lg_bufs b = {.k = 0};
+    const float *g = lg_get(&b, args[0], 0, 0, all, "g", &err);
+    float *carry = lg_get(&b, args[1], 1, 0, n, "carry", &err);
+    float *dm = lg_get(&b, args[2], 1, 0, n, "dm", &err);
+    const float *gates = lg_get(&b, args[3], 0, 0, 3 * all, "gates", &err);
+    const float *hn = lg_get(&b, args[4], 0, 0, all, "hn", &err);
+    const float *prev = lg_get(&b, args[5], 0, 0, all, "prev", &err);
+    float *dx = lg_get(&b, args[6], 1, 0, 3 * all, "dx", &err);
+    float *dhp = lg_get(&b, args[7], 1, 0, 3 * all, "dhp", &err);
+    const float *w_hh = lg_get(&b, args[8], 0, 0, 3 * hid * hid, "w_hh", &err);
+    float *pack = lg_get(&b, args[9], 1, 0, 3 * hid * hid, "pack", &err);
+    if (!err) {
+        lg_task t = {.fn = t_gru_layer_backward, .p = {g, carry, dm, gates, hn, prev, dx, dhp, pack},
+                     .i = {steps, rows, hid, reverse}};
+        Py_BEGIN_ALLOW_THREADS lg_pack_b(w_hh, hid, 3 * hid, hid, pack);
+        lg_parallel(&t, rows, steps * 3 * hid * hid, LG_LAYER_GRAIN);
+        Py_END_ALLOW_THREADS
+    }
+    lg_release(&b);
+    if (err) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* gemm_variant(): 512 (AVX-512), 256 (AVX2 and FMA) or 0: the recurrent layers' product kernel (gemm.h) */
 static PyObject *py_gemm_variant(PyObject *self, PyObject *unused) {
     (void)self;
@@ -516,6 +596,10 @@ static PyMethodDef lg_methods[] = {
      "lstm_layer(gates, w_hh, bias, h0, c0, cells, tanh_c, out, hx, pack, hid, ld, reverse): an LSTM layer's forward"},
     {"lstm_layer_backward", (PyCFunction)(void (*)(void))py_lstm_layer_backward, METH_FASTCALL,
      "lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, pack, hid, reverse): its step loop"},
+    {"gru_layer", (PyCFunction)(void (*)(void))py_gru_layer, METH_FASTCALL,
+     "gru_layer(xp, w_hh, b_hh, h0, hp, gates, hn, out, pack, hid, reverse): a GRU layer's forward"},
+    {"gru_layer_backward", (PyCFunction)(void (*)(void))py_gru_layer_backward, METH_FASTCALL,
+     "gru_layer_backward(g, carry, dm, gates, hn, prev, dx, dhp, w_hh, pack, hid, reverse): its step loop"},
     {"gemm_variant", py_gemm_variant, METH_NOARGS, "gemm_variant(): 512, 256 or 0, the recurrent product kernel"},
     {"set_gemm_variant", py_set_gemm_variant, METH_O, "set_gemm_variant(v): use variant v (0, 256, 512; -1: the best)"},
     {"max_pool2x2", (PyCFunction)(void (*)(void))py_max_pool2x2, METH_FASTCALL,

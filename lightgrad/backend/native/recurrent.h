@@ -1,6 +1,6 @@
 /* The recurrent layers' native parts: one LSTM or GRU step's gate math forward and backward, and
-   whole LSTM layers (the time loop in one call, each step's product by gemm.h). Included once, by
-   kernels.c. */
+   whole LSTM and GRU layers (the time loop in one call, each step's product by gemm.h). Included
+   once, by kernels.c. */
 
 #ifndef LG_RECURRENT_H
 #define LG_RECURRENT_H
@@ -216,6 +216,56 @@ static void t_lstm_layer_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi
                           (const float *)t->p[4], (const float *)t->p[5], (const float *)t->p[6],
                           (const float *)t->p[7], (const float *)t->p[8], t->i[0], t->i[1], lo, hi, t->i[2],
                           (int)t->i[3]);
+}
+
+/* ---- whole GRU layers, likewise ------------------------------------------------------------- */
+
+/* The forward over T steps of batch rows r0 .. r1 - 1 of `rows`: xp (T, rows, 3 hid) holds the input
+   projections (with b_ih); each step's h_{t-1} W_hh^T goes to hp (rows, 3 hid: the chunk's rows of a
+   scratch) by gemm.h with packed = W_hh^T (hid, 3 hid) packed by lg_pack_bt, then k_gru_cell's gate
+   math (b_hh (3 hid) or NULL) writes gates (T, rows, 3 hid), hn and out (T, rows, hid). */
+static void k_gru_layer(const float *xp, const float *packed, const float *b_hh, const float *h0, float *hp,
+                        float *gates, float *hn, float *out, Py_ssize_t steps, Py_ssize_t rows, Py_ssize_t r0,
+                        Py_ssize_t r1, Py_ssize_t hid, int reverse) {
+    Py_ssize_t n = rows * hid, g3 = 3 * hid, m = r1 - r0, o = r0 * hid;
+    for (Py_ssize_t s = 0; s < steps; s++) {
+        Py_ssize_t t = reverse ? steps - 1 - s : s, prev = reverse ? t + 1 : t - 1;
+        const float *h = s == 0 ? h0 + o : out + prev * n + o;
+        lg_gemm(h, hid, packed, hp + o * 3, g3, m, g3, hid, NULL, 0);
+        k_gru_cell(xp + t * n * 3 + o * 3, hp + o * 3, b_hh, h, gates + t * n * 3 + o * 3, hn + t * n + o,
+                   out + t * n + o, m, hid);
+    }
+}
+
+/* Its backward for rows r0 .. r1 - 1: g (T, rows, hid) the outputs' gradient, prev (T, rows, hid) the
+   state each step started from; carry and dm come in as zeros. Each step (in the forward's reverse
+   order) runs k_gru_cell_backward into dx and dhp (T, rows, 3 hid), then dm = dhp_t W_hh with
+   packed = W_hh (3 hid, hid) packed. Leaves carry + dm the gradient reaching h0. */
+static void k_gru_layer_backward(const float *g, float *carry, float *dm, const float *gates, const float *hn,
+                                 const float *prev, float *dx, float *dhp, const float *packed, Py_ssize_t steps,
+                                 Py_ssize_t rows, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t hid, int reverse) {
+    Py_ssize_t n = rows * hid, g3 = 3 * hid, m = r1 - r0, o = r0 * hid;
+    for (Py_ssize_t s = 0; s < steps; s++) {
+        Py_ssize_t t = reverse ? s : steps - 1 - s;
+        float *d = dhp + t * n * 3 + o * 3;
+        k_gru_cell_backward(g + t * n + o, carry + o, dm + o, gates + t * n * 3 + o * 3, hn + t * n + o,
+                            prev + t * n + o, dx + t * n * 3 + o * 3, d, m, hid);
+        lg_gemm(d, g3, packed, dm + o, hid, m, hid, g3, NULL, 0);
+    }
+}
+
+/* As pool tasks over batch rows: p = the arrays in k_gru_layer's (k_gru_layer_backward's) order,
+   i = (steps, rows, hid, reverse) */
+static void t_gru_layer(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
+    k_gru_layer((const float *)t->p[0], (const float *)t->p[1], (const float *)t->p[2], (const float *)t->p[3],
+                (float *)t->p[4], (float *)t->p[5], (float *)t->p[6], (float *)t->p[7], t->i[0], t->i[1], lo, hi,
+                t->i[2], (int)t->i[3]);
+}
+
+static void t_gru_layer_backward(const lg_task *t, Py_ssize_t lo, Py_ssize_t hi) {
+    k_gru_layer_backward((const float *)t->p[0], (float *)t->p[1], (float *)t->p[2], (const float *)t->p[3],
+                         (const float *)t->p[4], (const float *)t->p[5], (float *)t->p[6], (float *)t->p[7],
+                         (const float *)t->p[8], t->i[0], t->i[1], lo, hi, t->i[2], (int)t->i[3]);
 }
 
 /* Rows a chunk takes at least: one AVX-512 register tile */

@@ -112,7 +112,7 @@ class LSTMLayer(Function):
         gates = B.empty((t_len, batch, 4 * hid), x.dtype)  # activated gates, saved for backward
         cells = B.empty((t_len, batch, hid), x.dtype)
         tanh_c = B.empty((t_len, batch, hid), x.dtype)
-        if B.lstm_layer_takes(hid, h0, c0, w_hh, b_ih, b_hh):
+        if B.rnn_layer_takes(hid, h0, c0, w_hh, b_ih, b_hh):
             # the input projections of all steps in one product (one large GEMM runs faster than
             # the x parts of T small ones: 0.79 against 0.92 ms at the benchmark's shapes), then the
             # whole time loop in one native call
@@ -186,7 +186,7 @@ class LSTMLayer(Function):
         dz = B.empty(gates.shape, gates.dtype)
         dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
-        if B.rnn_native(g, c0, gates) and B.lstm_layer_takes(hid, w_hh):  # the whole loop in one native call
+        if B.rnn_native(g, c0, gates) and B.rnn_layer_takes(hid, w_hh):  # the whole loop in one native call
             B.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, self.reverse)
         elif B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
             first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
@@ -266,6 +266,11 @@ class GRULayer(Function):
         out = B.empty((t_len, *h0.shape), xp.dtype)
         gates = B.empty(xp.shape, xp.dtype)  # activated r, z, n
         hn = B.empty((t_len, *h0.shape), xp.dtype)  # h W_hn^T + b_hn, saved for backward
+        self.reverse = reverse
+        self.saved = (w_hh, h0, out, gates, hn)
+        if B.rnn_layer_takes(hid, xp, h0, w_hh, b_hh):  # the whole time loop in one native call
+            B.gru_layer(xp, w_hh, b_hh, h0, gates, hn, out, reverse)
+            return out
         whT = B.copy(B.transpose(w_hh))  # contiguous: a faster GEMM per step
         h = h0
         if B.rnn_native(xp, h0, gates) and (b_hh is None or B.rnn_native(b_hh)):  # one native pass a step
@@ -292,8 +297,6 @@ class GRULayer(Function):
                 o *= z[:, hid:2 * hid]
                 o += n
                 h = o
-        self.reverse = reverse
-        self.saved = (w_hh, h0, out, gates, hn)
         return out
 
     def backward(self, g):
@@ -302,6 +305,13 @@ class GRULayer(Function):
         w_hh, h0, out, gates, hn = self.saved
         t_len, hid = gates.shape[0], h0.shape[1]
         prev = _prev_states(out, h0, self.reverse)
+        if B.rnn_layer_takes(hid, gates, w_hh) and g.dtype == gates.dtype:  # the whole loop in one native call
+            if not g.flags.c_contiguous:  # (a bidirectional layer's half of the concatenated gradient)
+                g = B.copy(g)
+            dx, dhp = B.empty(gates.shape, gates.dtype), B.empty(gates.shape, gates.dtype)
+            carry, dm = B.zeros(h0.shape, gates.dtype), B.zeros(h0.shape, gates.dtype)
+            B.gru_layer_backward(g, carry, dm, gates, hn, prev, dx, dhp, w_hh, self.reverse)
+            return self._weight_grads(dx, dhp, prev, B.add(carry, dm))
         if B.rnn_native(g, gates):  # one native pass a step
             dx, dhp = B.empty(gates.shape, gates.dtype), B.empty(gates.shape, gates.dtype)
             carry, dm = B.zeros(h0.shape, gates.dtype), B.zeros(h0.shape, gates.dtype)
