@@ -65,6 +65,20 @@ def _lstm_layer(T: Any) -> Callable[[], None]:
     return step
 
 
+def _gru_layer(T: Any) -> Callable[[], None]:
+    """One GRU(64 -> 128) layer over 32 steps of batch 32, outputs' gradient given."""
+    T.manual_seed(0)
+    gru = T.nn.GRU(64, 128)
+    x = T.randn(32, 32, 64, requires_grad=True)
+    g = T.randn(32, 32, 128)
+
+    def step() -> None:
+        x.grad = None
+        gru.zero_grad()
+        gru(x)[0].backward(g)
+    return step
+
+
 WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
     "kernel_gelu_tanh_1024x512": _unary((1024, 512), lambda T, x: T.nn.functional.gelu(x, approximate="tanh")),
     "kernel_gelu_exact_1024x512": _unary((1024, 512), lambda T, x: T.nn.functional.gelu(x)),
@@ -74,4 +88,5 @@ WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
     "kernel_max_pool2x2_64x16x28x28": _unary((64, 16, 28, 28), lambda T, x: T.nn.functional.max_pool2d(x, 2)),
     "kernel_adam_535k": _adam,
     "kernel_lstm_layer_t32_b32_64x128": _lstm_layer,
+    "kernel_gru_layer_t32_b32_64x128": _gru_layer,
 }
