@@ -198,15 +198,59 @@ def test_relu_keeps_negative_zero_as_torch() -> None:
 def test_softmax_special_rows(op: str, which: str) -> None:
     rows = np.array([[1.0, np.nan, 2.0, 0.5], [-np.inf, -np.inf, -np.inf, -np.inf], [-np.inf, 0.0, 1.0, -np.inf],
                      [np.inf, 1.0, 2.0, 3.0], [1e30, -1e30, 0.0, 1.0], [100.0, 100.0, 100.0, 100.0]], np.float32)
-    g = np.arange(24, dtype=np.float32).reshape(6, 4) / 10
+    rows = np.tile(rows, (1000, 1))  # enough rows that the kernel takes rows this short (it splits them)
+    g = np.tile(np.arange(24, dtype=np.float32).reshape(6, 4) / 10, (1000, 1))
     xt = torch.tensor(rows, requires_grad=True)
     getattr(xt, op)(-1).backward(torch.tensor(g))
-    with path(which):
+    with path(which), split_rows():
         x = lg.tensor(rows, requires_grad=True)
         y = getattr(x, op)(-1)
         y.backward(lg.tensor(g))
     np.testing.assert_allclose(y._data, getattr(torch.tensor(rows), op)(-1).numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(x.grad._data, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@contextlib.contextmanager
+def split_rows() -> Iterator[None]:
+    """Two kernel threads: the softmax kernel leaves rows under 128 to NumPy unless it splits them."""
+    k = native._loaded
+    if k is None:
+        yield
+        return
+    saved = k.get_num_threads()
+    k.set_num_threads(2)
+    try:
+        yield
+    finally:
+        k.set_num_threads(saved)
+
+
+@needs_native
+def test_softmax_kernel_leaves_short_rows_on_one_thread_to_numpy(spy: Spy) -> None:
+    """Rows under 128 that one thread would run take NumPy's path (faster there); longer rows, or rows
+    split between threads, take the kernel, and give the same values."""
+    k = spy.kernels
+    x = np.random.default_rng(3).standard_normal((4096, 64)).astype(np.float32)
+    saved = k.get_num_threads()
+    try:
+        k.set_num_threads(1)
+        assert k.softmax(x, np.empty_like(x), 64, False) is False
+        wide = x.reshape(1024, 256)
+        assert k.softmax(wide, np.empty_like(wide), 256, False) is True
+        k.set_num_threads(2)
+        y = np.empty_like(x)
+        assert k.softmax(x, y, 64, False) is True
+    finally:
+        k.set_num_threads(saved)
+    k.set_num_threads(1)
+    try:
+        with native.disabled():
+            want = lg.tensor(x).softmax(-1)._data
+        got = lg.tensor(x).softmax(-1)._data  # declined: NumPy's path, its bits
+    finally:
+        k.set_num_threads(saved)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-8)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -222,11 +266,12 @@ def test_softmax_long_rows_with_specials(op: str, which: str) -> None:
     rows[2, 3] = np.inf
     rows[3, :6] = [-90.0, -100.0, -103.9, -104.1, -200.0, -np.inf]
     rows[4, 30] = np.nan  # in the tail
+    rows = np.tile(rows, (200, 1))  # enough rows that the kernel takes them (it splits them)
     g = rng.standard_normal(rows.shape).astype(np.float32)
     xt = torch.tensor(rows, requires_grad=True)
     want = getattr(xt, op)(-1)
     want.backward(torch.tensor(g))
-    with path(which):
+    with path(which), split_rows():
         x = lg.tensor(rows, requires_grad=True)
         y = getattr(x, op)(-1)
         y.backward(lg.tensor(g))

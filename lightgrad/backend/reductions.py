@@ -199,10 +199,10 @@ def softmax(x: Array, axis: int) -> Array:
     """exp(x - max) / sum(exp(x - max)) along ``axis``, in one fresh array: the exponentials times
     1 / sum, as PyTorch's kernel computes it (a multiply per entry, 20% faster than a divide)."""
     k = _native_rows(x, axis)
-    if k is not None:  # over the last axis: one pass per row in cache
+    if k is not None:  # over the last axis: one pass per row in cache (unless rows this short run faster here)
         out = empty(x.shape, x.dtype)
-        k.softmax(x, out, x.shape[-1], False)
-        return out
+        if k.softmax(x, out, x.shape[-1], False):
+            return out
     e, s, _ = exp_sums(x, axis)
     return _ufunc_into(np.multiply, (e, _ufunc_into(np.true_divide, (1, s), s)), e)  # (s is fresh)
 
@@ -212,8 +212,8 @@ def log_softmax(x: Array, axis: int) -> Array:
     k = _native_rows(x, axis)
     if k is not None:
         out = empty(x.shape, x.dtype)
-        k.softmax(x, out, x.shape[-1], True)
-        return out
+        if k.softmax(x, out, x.shape[-1], True):
+            return out
     sh = subtract(x, reduce(maximum, x, (axis,), True))
     return _ufunc_into(np.subtract, (sh, log(reduce(add, exp(sh), (axis,), True))), sh)
 

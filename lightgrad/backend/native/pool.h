@@ -165,6 +165,11 @@ static void lg_pool_avoid_caller(int threads) {
 #endif
 }
 
+/* Whether lg_parallel would split such a call between threads (if the pool is free). */
+static int lg_would_split(Py_ssize_t units, Py_ssize_t cost, Py_ssize_t grain) {
+    return lg_threads > 1 && units * cost >= LG_PAR_MIN && units >= 2 * grain;
+}
+
 /* Run task over units 0..units-1, each costing `cost` element-equivalents; chunks of at least `grain`
    units. Returns the number of chunks used (1: task->fn(task, 0, units) ran on the caller). */
 static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_ssize_t grain) {
@@ -214,6 +219,11 @@ static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_s
 static void lg_set_threads(int n) { lg_threads = n < 1 ? 1 : n; }
 
 #else /* no pthreads: every call on the caller */
+
+static int lg_would_split(Py_ssize_t units, Py_ssize_t cost, Py_ssize_t grain) {
+    (void)units, (void)cost, (void)grain;
+    return 0;
+}
 
 static int lg_parallel(const lg_task *t, Py_ssize_t units, Py_ssize_t cost, Py_ssize_t grain) {
     (void)cost;
