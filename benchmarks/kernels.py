@@ -51,32 +51,21 @@ def _adam(T: Any) -> Callable[[], None]:
     return opt.step
 
 
-def _lstm_layer(T: Any) -> Callable[[], None]:
-    """One LSTM(64 -> 128) layer over 32 steps of batch 32 (the LSTM model's), outputs' gradient given."""
-    T.manual_seed(0)
-    lstm = T.nn.LSTM(64, 128)
-    x = T.randn(32, 32, 64, requires_grad=True)
-    g = T.randn(32, 32, 128)
+def _rnn_layer(kind: str) -> Callable[[Any], Callable[[], None]]:
+    """One LSTM or GRU (64 -> 128) layer over 32 steps of batch 32 (the LSTM model's), outputs'
+    gradient given."""
+    def make(T: Any) -> Callable[[], None]:
+        T.manual_seed(0)
+        layer = getattr(T.nn, kind)(64, 128)
+        x = T.randn(32, 32, 64, requires_grad=True)
+        g = T.randn(32, 32, 128)
 
-    def step() -> None:
-        x.grad = None
-        lstm.zero_grad()
-        lstm(x)[0].backward(g)
-    return step
-
-
-def _gru_layer(T: Any) -> Callable[[], None]:
-    """One GRU(64 -> 128) layer over 32 steps of batch 32, outputs' gradient given."""
-    T.manual_seed(0)
-    gru = T.nn.GRU(64, 128)
-    x = T.randn(32, 32, 64, requires_grad=True)
-    g = T.randn(32, 32, 128)
-
-    def step() -> None:
-        x.grad = None
-        gru.zero_grad()
-        gru(x)[0].backward(g)
-    return step
+        def step() -> None:
+            x.grad = None
+            layer.zero_grad()
+            layer(x)[0].backward(g)
+        return step
+    return make
 
 
 WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
@@ -87,6 +76,6 @@ WORKLOADS: dict[str, Callable[[Any], Callable[[], None]]] = {
     "kernel_relu_64x16x28x28": _unary((64, 16, 28, 28), lambda T, x: T.relu(x)),
     "kernel_max_pool2x2_64x16x28x28": _unary((64, 16, 28, 28), lambda T, x: T.nn.functional.max_pool2d(x, 2)),
     "kernel_adam_535k": _adam,
-    "kernel_lstm_layer_t32_b32_64x128": _lstm_layer,
-    "kernel_gru_layer_t32_b32_64x128": _gru_layer,
+    "kernel_lstm_layer_t32_b32_64x128": _rnn_layer("LSTM"),
+    "kernel_gru_layer_t32_b32_64x128": _rnn_layer("GRU"),
 }

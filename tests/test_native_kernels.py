@@ -623,39 +623,6 @@ def _gemm_variants() -> list[int]:
 
 
 @needs_native
-@pytest.mark.parametrize("case", LAYER_KERNEL_CASES)
-def test_lstm_layer_kernel_variants(case: str) -> None:
-    """The whole-layer kernel gives the same bits with AVX-512 and with AVX2 (each entry's products are
-    added in the same order), and both agree with PyTorch and with the per-step path (variant 0: BLAS's
-    products and a native pass a step), which this also tests at these shapes."""
-    k = native.kernels
-    assert k is not None
-    variants = _gemm_variants()
-    runs = {}
-    try:
-        for v in variants + [0]:
-            k.set_gemm_variant(v)
-            runs[v] = _lstm_run(lg, case)
-    finally:
-        k.set_gemm_variant(-1)
-    torch.set_num_threads(1)
-    t_vals, t_grads = _lstm_run(torch, case)
-    for v, (vals, grads) in runs.items():
-        for a, ta in zip(vals, t_vals):
-            np.testing.assert_allclose(a, ta, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(ta).max())), err_msg=str(v))
-        for name, g in grads.items():
-            np.testing.assert_allclose(g, t_grads[name], rtol=1e-4,
-                                       atol=2e-5 * max(1.0, float(np.abs(t_grads[name]).max())), err_msg=f"{v} {name}")
-    if len(variants) == 2:
-        for a, b in zip(runs[512][0], runs[256][0]):
-            np.testing.assert_array_equal(a, b)
-        for name in runs[512][1]:
-            np.testing.assert_array_equal(runs[512][1][name], runs[256][1][name], err_msg=name)
-    if not variants:
-        pytest.skip("no AVX2+FMA: only the per-step path ran")
-
-
-@needs_native
 def test_lstm_layer_kernels_check_their_buffers() -> None:
     k = native.kernels
     assert k is not None
@@ -879,33 +846,26 @@ def test_gru_float64_against_torch_float64_and_finite_differences() -> None:
         np.testing.assert_allclose(t.grad._data, n, rtol=1e-6, atol=1e-8)
 
 
-def test_gru_reaches_the_layer_kernels(spy: Spy) -> None:
-    """A hidden size that is a multiple of 32 runs each layer and direction's time loop in one call."""
-    if not spy.kernels.gemm_variant():
-        pytest.skip("no AVX2+FMA: the layers run a native pass a step")
-    m = lg.nn.GRU(3, 32, bidirectional=True)
-    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 64)).sum().backward()
-    assert spy.calls.count("gru_layer") == 2 and spy.calls.count("gru_layer_backward") == 2, spy.calls
-    assert "gru_cell" not in spy.calls and "gru_cell_backward" not in spy.calls
-
-
 @needs_native
-@pytest.mark.parametrize("case", GRU_LAYER_KERNEL_CASES)
-def test_gru_layer_kernel_variants(case: str) -> None:
-    """As the LSTM's: the same bits with AVX-512 and AVX2, and every variant (0: BLAS and a native pass
-    a step) agrees with PyTorch."""
+@pytest.mark.parametrize("mode,case", [("LSTM", c) for c in LAYER_KERNEL_CASES] +
+                         [("GRU", c) for c in GRU_LAYER_KERNEL_CASES])
+def test_rnn_layer_kernel_variants(mode: str, case: str) -> None:
+    """The whole-layer kernels give the same bits with AVX-512 and with AVX2 (each entry's products are
+    added in the same order), and both agree with PyTorch and with the per-step path (variant 0: BLAS's
+    products and a native pass a step), which this also tests at these shapes."""
     k = native.kernels
     assert k is not None
+    run = _lstm_run if mode == "LSTM" else _gru_run
     variants = _gemm_variants()
     runs = {}
     try:
         for v in variants + [0]:
             k.set_gemm_variant(v)
-            runs[v] = _gru_run(lg, case)
+            runs[v] = run(lg, case)
     finally:
         k.set_gemm_variant(-1)
     torch.set_num_threads(1)
-    t_vals, t_grads = _gru_run(torch, case)
+    t_vals, t_grads = run(torch, case)
     for v, (vals, grads) in runs.items():
         for a, ta in zip(vals, t_vals):
             np.testing.assert_allclose(a, ta, rtol=1e-4, atol=2e-5 * max(1.0, float(np.abs(ta).max())), err_msg=str(v))
@@ -919,6 +879,16 @@ def test_gru_layer_kernel_variants(case: str) -> None:
             np.testing.assert_array_equal(runs[512][1][name], runs[256][1][name], err_msg=name)
     if not variants:
         pytest.skip("no AVX2+FMA: only the per-step path ran")
+
+
+def test_gru_reaches_the_layer_kernels(spy: Spy) -> None:
+    """A hidden size that is a multiple of 32 runs each layer and direction's time loop in one call."""
+    if not spy.kernels.gemm_variant():
+        pytest.skip("no AVX2+FMA: the layers run a native pass a step")
+    m = lg.nn.GRU(3, 32, bidirectional=True)
+    (m(lg.randn(5, 2, 3))[0] * lg.randn(5, 2, 64)).sum().backward()
+    assert spy.calls.count("gru_layer") == 2 and spy.calls.count("gru_layer_backward") == 2, spy.calls
+    assert "gru_cell" not in spy.calls and "gru_cell_backward" not in spy.calls
 
 
 @needs_native
