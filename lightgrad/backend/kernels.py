@@ -1,8 +1,8 @@
 """Fused kernels: GELU (with its derivative), layer norm forward and backward, ReLU and its mask,
-the Adam update, 2x2 max pooling, one LSTM or GRU step's gate math and whole LSTM layers' time loops.
-Each runs the native kernel (backend/native) on a float32 C-contiguous array and otherwise its NumPy
-path: erf and GELU in one blocked pass each, the layer norm by blocks of rows (the recurrent layers
-keep their own NumPy gate math)."""
+the Adam update, 2x2 max pooling, one LSTM or GRU step's gate math and whole LSTM and GRU layers'
+time loops. Each runs the native kernel (backend/native) on a float32 C-contiguous array and
+otherwise its NumPy path: erf and GELU in one blocked pass each, the layer norm by blocks of rows
+(the recurrent layers keep their own NumPy gate math)."""
 
 from __future__ import annotations
 

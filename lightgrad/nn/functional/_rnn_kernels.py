@@ -186,7 +186,7 @@ class LSTMLayer(Function):
         dz = B.empty(gates.shape, gates.dtype)
         dh = B.zeros((batch, hid), gates.dtype)
         dc = B.copy(g[t_len])
-        if B.rnn_native(g, c0, gates) and B.rnn_layer_takes(hid, w_hh):  # the whole loop in one native call
+        if B.rnn_layer_takes(hid, g, c0, gates, w_hh):  # the whole loop in one native call
             B.lstm_layer_backward(g, dz, dh, dc, gates, cells, tanh_c, c0, w_hh, self.reverse)
         elif B.rnn_native(g, c0, gates):  # each step's gate math in one native pass
             first, back = (t_len - 1, 1) if self.reverse else (0, -1)  # c_{t-1} is cells[t + back]
@@ -259,7 +259,10 @@ def _lstm_factors(gates, cells, tanh_c, c0, lo, hi, reverse, dz, to_c):
 
 class GRULayer(Function):
     """GRU over a sequence with PyTorch's gate order (r, z, n); xp holds b_ih, and b_hh stays
-    inside (n = tanh(xp_n + r * (h W_hn^T + b_hn))). Returns the (T, B, H) outputs."""
+    inside (n = tanh(xp_n + r * (h W_hn^T + b_hn))). Returns the (T, B, H) outputs. Where the
+    native kernels take the layer (float32, a hidden size that is a multiple of 32), the whole time
+    loop is one native call each way (``B.gru_layer``, ``B.gru_layer_backward``); else a native pass
+    a step after BLAS's product, or NumPy's gate math."""
 
     def forward(self, xp, w_hh, b_hh, h0, reverse):
         t_len, hid = xp.shape[0], h0.shape[1]
