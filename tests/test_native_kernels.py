@@ -84,6 +84,7 @@ OPS: dict[str, tuple[Callable[..., Any], list[tuple[int, ...]]]] = {
     "relu_small": (lambda m, x: m.relu(x), [(7,)]),
     "max_pool2d": (lambda m, x: m.nn.functional.max_pool2d(x, 2), [(64, 16, 28, 28)]),
     "max_pool2d_odd": (lambda m, x: m.nn.functional.max_pool2d(x, 2), [(2, 3, 7, 9)]),
+    "max_pool2d_7_windows": (lambda m, x: m.nn.functional.max_pool2d(x, 2), [(8, 32, 14, 14)]),  # the CNN's second
     "max_pool2d_3x3": (lambda m, x: m.nn.functional.max_pool2d(x, 3, 2), [(2, 3, 9, 9)]),
 }
 

@@ -51,22 +51,16 @@ LG_CLONES static void k_max_pool2x2(const float *x, float *out, uint8_t *arg, Py
                 for (Py_ssize_t j0 = 0; j0 < wo; j0 += 8) lg_pool8(r0, r1, o, t, j0 + 8 <= wo ? j0 : wo - 8);
                 continue;
             }
-            for (Py_ssize_t j = 0; j < wo; j++) {
-                float m = r0[2 * j], v = r0[2 * j + 1];
-                int32_t k = 0, c = (v > m) | (v != v);
-                k = c ? 1 : k;
-                m = c ? v : m;
-                v = r1[2 * j];
-                c = (v > m) | (v != v);
-                k = c ? 2 : k;
-                m = c ? v : m;
-                v = r1[2 * j + 1];
-                c = (v > m) | (v != v);
-                k = c ? 3 : k;
-                m = c ? v : m;
-                o[j] = m;
-                t[j] = (uint8_t)k;
-            }
+            /* rows of fewer than 8 windows (14 x 14 planes: 7): the row pair copied into 16 zeroed
+               entries, one vector block, its first wo windows kept (the scalar scan took 0.5 ms for
+               a CNN's 64 x 32 x 14 x 14 against 0.06 for twice the entries at 28 x 28) */
+            float a[16] = {0}, b[16] = {0}, m8[8];
+            uint8_t k8[8];
+            memcpy(a, r0, (size_t)(2 * wo) * sizeof(float));
+            memcpy(b, r1, (size_t)(2 * wo) * sizeof(float));
+            lg_pool8(a, b, m8, k8, 0);
+            memcpy(o, m8, (size_t)wo * sizeof(float));
+            memcpy(t, k8, (size_t)wo);
         }
 }
 
@@ -101,17 +95,17 @@ LG_CLONES static void k_max_pool2x2_backward(const float *g, const uint8_t *arg,
             const float *gr = g + (p * ho + i) * wo;
             const uint8_t *t = arg + (p * ho + i) * wo;
             float *r0 = plane + 2 * i * w, *r1 = r0 + w;
-            if (wo >= 8)  /* as the forward: blocks of 8 windows, the last one overlapping */
+            if (wo >= 8) { /* as the forward: blocks of 8 windows, the last one overlapping */
                 for (Py_ssize_t j0 = 0; j0 < wo; j0 += 8) lg_unpool8(gr, t, r0, r1, j0 + 8 <= wo ? j0 : wo - 8);
-            else
-                for (Py_ssize_t j = 0; j < wo; j++) {
-                    float gv = gr[j];
-                    uint8_t k = t[j];
-                    r0[2 * j] = k == 0 ? gv : 0.0f;
-                    r0[2 * j + 1] = k == 1 ? gv : 0.0f;
-                    r1[2 * j] = k == 2 ? gv : 0.0f;
-                    r1[2 * j + 1] = k == 3 ? gv : 0.0f;
-                }
+            } else { /* fewer than 8 windows: one block through zero-padded copies, as the forward */
+                float g8[8] = {0}, a[16], b[16];
+                uint8_t k8[8] = {0};
+                memcpy(g8, gr, (size_t)wo * sizeof(float));
+                memcpy(k8, t, (size_t)wo);
+                lg_unpool8(g8, k8, a, b, 0);
+                memcpy(r0, a, (size_t)(2 * wo) * sizeof(float));
+                memcpy(r1, b, (size_t)(2 * wo) * sizeof(float));
+            }
             if (w & 1) {
                 r0[w - 1] = 0.0f;
                 r1[w - 1] = 0.0f;
